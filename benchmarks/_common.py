@@ -1,0 +1,217 @@
+"""Shared helpers for the benchmarks: fixtures, interleaved A/B timing, tables and results."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+WORK_DIR = BENCH_DIR / ".work"  # git-ignored: fixtures and results live here
+RESULTS_DIR = WORK_DIR / "results"
+
+# Pinned identities and plain messages, so generated repositories are byte-for-byte
+# reproducible and git's output is parseable whatever the user's locale and config.
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_TERMINAL_PROMPT": "0",
+    "LC_ALL": "C",
+    "LANG": "C",
+}
+
+
+class BenchError(RuntimeError):
+    """A benchmark could not run as designed; raised instead of timing an error."""
+
+
+def bench_env() -> dict[str, str]:
+    """The environment every benchmark subprocess (both arms, and setup) runs with."""
+    env = {**os.environ, **GIT_ENV}
+    # A GIT_DIR or GIT_WORK_TREE inherited from a hook would point git at the wrong repo.
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+        env.pop(name, None)
+    return env
+
+
+def run(
+    argv: Sequence[str | os.PathLike[str]],
+    cwd: Path,
+    *,
+    stdin: bytes | None = None,
+) -> str:
+    """Run a setup command that must succeed and return its stdout; raise with its stderr."""
+    result = subprocess.run(
+        [os.fspath(a) for a in argv],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        env=bench_env(),
+        check=False,
+    )
+    if result.returncode != 0:
+        cmd = " ".join(os.fspath(a) for a in argv)
+        err = result.stderr.decode(errors="replace").strip()
+        raise BenchError(f"`{cmd}` failed in {cwd} (exit {result.returncode}): {err}")
+    return result.stdout.decode(errors="replace")
+
+
+def git(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
+    """Run `git ARGS` in `cwd` for fixture setup; it must succeed."""
+    return run(["git", *args], cwd, stdin=stdin)
+
+
+def cache_key(params: Mapping[str, Any]) -> str:
+    """A short stable name for a fixture built from `params`."""
+    blob = json.dumps(dict(params), sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
+
+
+def cached_fixture(
+    root: Path,
+    params: Mapping[str, Any],
+    build: Callable[[Path], None],
+    *,
+    fresh: bool = False,
+) -> Path:
+    """Return the fixture directory for `params`, building it first if missing or incomplete."""
+    target = root / cache_key(params)
+    marker = target / "READY.json"
+    if fresh or not marker.is_file():
+        # A half-built directory (interrupted run) is worthless: start from nothing.
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        started = time.perf_counter()
+        build(target)
+        meta = {"params": dict(params), "build_s": round(time.perf_counter() - started, 2)}
+        marker.write_text(json.dumps(meta, indent=2) + "\n")
+    return target
+
+
+def promote_argv() -> list[str]:
+    """How to start the `promote` under test: the console script beside this interpreter."""
+    # The script next to sys.executable belongs to the same environment (e.g. nox's venv);
+    # a `promote` found on PATH might be some other install.
+    script = Path(sys.executable).parent / ("promote.exe" if os.name == "nt" else "promote")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "promote"]
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One side of an A/B comparison: a command, where it runs, and how to tell it worked."""
+
+    name: str
+    argv: tuple[str, ...]
+    cwd: Path
+    ok_exit: frozenset[int]
+    verify: Callable[[str], None]  # raises BenchError when stdout shows the wrong answer
+
+
+@dataclass
+class Timings:
+    """Wall times in seconds per arm, in round order, and which arm went first each round."""
+
+    arms: tuple[str, str]
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+    first: list[str] = field(default_factory=list)
+
+    def median(self, arm: str) -> float:
+        return statistics.median(self.seconds[arm])
+
+    def ratios(self) -> list[float]:
+        """Per-round ratio A/B: each round's two runs saw the same machine conditions."""
+        a, b = self.arms
+        return [x / y for x, y in zip(self.seconds[a], self.seconds[b], strict=True)]
+
+    def median_ratio(self) -> float:
+        return statistics.median(self.ratios())
+
+
+def time_arm(arm: Arm) -> float:
+    """Run one arm once as a subprocess and return its wall time; fail loudly if it failed."""
+    argv = list(arm.argv)
+    env = bench_env()
+    started = time.perf_counter()
+    result = subprocess.run(argv, cwd=arm.cwd, capture_output=True, env=env, check=False)
+    elapsed = time.perf_counter() - started
+    out = result.stdout.decode(errors="replace")
+    if result.returncode not in arm.ok_exit:
+        err = result.stderr.decode(errors="replace").strip()
+        raise BenchError(
+            f"arm {arm.name!r} exited {result.returncode} (expected one of "
+            f"{sorted(arm.ok_exit)}): {' '.join(argv)}\nstdout:\n{out}\nstderr:\n{err}"
+        )
+    arm.verify(out)
+    return elapsed
+
+
+def interleave(a: Arm, b: Arm, rounds: int, *, warmup: int = 1) -> Timings:
+    """Time two arms alternately, swapping which goes first each round, after uncounted warm-ups."""
+    for _ in range(warmup):
+        # Warm the page cache, the interpreter's .pyc files and git's own files for both arms.
+        time_arm(a)
+        time_arm(b)
+    timings = Timings(arms=(a.name, b.name), seconds={a.name: [], b.name: []})
+    for i in range(rounds):
+        # Alternating the order cancels a systematic "second runner benefits from the first" bias.
+        order = (a, b) if i % 2 == 0 else (b, a)
+        timings.first.append(order[0].name)
+        for arm in order:
+            timings.seconds[arm.name].append(time_arm(arm))
+        print(
+            f"  round {i + 1}/{rounds}: "
+            + ", ".join(f"{n} {timings.seconds[n][-1]:.3f}s" for n in timings.arms),
+            flush=True,
+        )
+    return timings
+
+
+def machine_info() -> dict[str, Any]:
+    """What the figures were measured on, so a reader can weigh them."""
+    git_version = subprocess.run(
+        ["git", "--version"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "git": git_version,
+    }
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table, so the same text reads well in a terminal and in BENCHMARKS.md."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
+    for row in rows:
+        lines.append(
+            "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"
+        )
+    return "\n".join(lines)
+
+
+def write_results(name: str, data: Mapping[str, Any]) -> Path:
+    """Write a benchmark's figures as JSON under benchmarks/.work/results/ and return the path."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    path.write_text(json.dumps(dict(data), indent=2) + "\n")
+    return path

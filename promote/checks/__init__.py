@@ -1,0 +1,1 @@
+"""Audit checks, one module per check family."""

@@ -1,0 +1,132 @@
+"""The `promote` command line: parse options, call one core function, print, exit."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from promote import __version__
+from promote.errors import (
+    EXIT_BLOCKED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_UNDECIDED,
+    EXIT_USAGE,
+    error_handler,
+)
+
+if TYPE_CHECKING:
+    from promote.workspace import Workspace
+
+# Verdicts to exit codes, the contract in one table.
+EXIT_CODES = {
+    "promotable": EXIT_OK,
+    "merged": EXIT_OK,
+    "would-merge": EXIT_OK,
+    "blocked": EXIT_BLOCKED,
+    "undecided": EXIT_UNDECIDED,
+    "partial": EXIT_PARTIAL,
+}
+
+candidate_option = click.option(
+    "--candidate", metavar="REF", default=None, help="Commit to promote (default: the local trunk's head)."
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+class Context:
+    """Global options shared by every subcommand."""
+
+    def __init__(self, directory: Path, config: Path | None) -> None:
+        self.directory = directory
+        self.config = config
+
+    def workspace(self) -> Workspace:
+        from promote.workspace import open_workspace
+
+        return open_workspace(self.directory, self.config)
+
+
+def emit(data: dict[str, object] | None, text: str, *, as_json: bool) -> None:
+    click.echo(json.dumps(data, indent=2) if as_json else text)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="promote")
+@click.option(
+    "-C",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    help="Run as if started in this directory.",
+)
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Configuration file (default: nearest promote.toml or pyproject.toml).",
+)
+@click.pass_context
+def cli(ctx: click.Context, directory: Path, config: Path | None) -> None:
+    """Promote a release safely: verify every mirror, fast-forward without force, prove it."""
+    ctx.obj = Context(directory, config)
+
+
+@cli.command()
+@click.option("--overwrite", is_flag=True, help="Replace an existing promote.toml.")
+@click.pass_obj
+def init(obj: Context, overwrite: bool) -> None:
+    """Write a starter promote.toml from this repository's remotes and branches."""
+    from promote.starter import init as write_starter
+
+    click.echo(f"wrote {write_starter(obj.directory, overwrite=overwrite)}")
+
+
+@cli.command()
+@candidate_option
+@json_option
+@click.pass_obj
+def check(obj: Context, candidate: str | None, as_json: bool) -> None:
+    """Read-only verdict: can trunk be fast-forwarded to the candidate on every mirror?"""
+    from promote.check import check as run_check
+    from promote.render import check_report
+
+    result = run_check(obj.workspace(), candidate)
+    emit(result.to_json(), check_report(result), as_json=as_json)
+    sys.exit(EXIT_CODES[result.verdict])
+
+
+@cli.command()
+@candidate_option
+@click.option("--dry-run", is_flag=True, help="Verify and say what would be pushed; push nothing.")
+@json_option
+@click.pass_obj
+def merge(obj: Context, candidate: str | None, dry_run: bool, as_json: bool) -> None:
+    """Verify afresh, then fast-forward trunk on every mirror (never forced)."""
+    from promote.merge import merge as run_merge
+    from promote.render import merge_record
+
+    result = run_merge(obj.workspace(), candidate, dry_run=dry_run)
+    emit(result.to_json(), merge_record(result), as_json=as_json)
+    sys.exit(EXIT_CODES[result.verdict])
+
+
+def main() -> None:
+    """Console-script entry point: the one place errors become exit codes."""
+    with error_handler():
+        try:
+            cli.main(prog_name="promote", standalone_mode=False)
+        except click.exceptions.Abort:
+            click.echo("promote: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code if e.exit_code else EXIT_USAGE)
+        except click.exceptions.Exit as e:
+            sys.exit(e.exit_code)
+    sys.exit(EXIT_OK)

@@ -1,0 +1,308 @@
+"""Load and validate `promote.toml` or `[tool.promote]` in `pyproject.toml`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from promote.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+CONFIG_NAME = "promote.toml"
+DEFAULT_TEST_PATHS = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
+LEAK_POLICIES = ("restore", "report")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PackageConfig:
+    """A test package that `promote test` runs."""
+
+    name: str
+    path: Path
+    workers: int = 1
+    leaks: str = "restore"
+    station: str | None = None
+
+
+@dataclass(frozen=True)
+class StationConfig:
+    """A machine tests may run on."""
+
+    name: str
+    platform: str | None = None
+    devices: tuple[str, ...] = ()
+    memory_gb: float | None = None
+    resources: tuple[str, ...] = ()
+    ssh: str | None = None
+    port: int | None = None
+    identity: str | None = None
+    python: str | None = None
+    workdir: str | None = None
+
+
+@dataclass(frozen=True)
+class CIConfig:
+    runners: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class DocsConfig:
+    repo: Path
+    pages: tuple[str, ...] = ("docs/**/*.md",)
+    features: tuple[str, ...] = ()
+    feature_pattern: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    """Validated configuration; paths are absolute, resolved against the config file."""
+
+    path: Path
+    prefix: str
+    trunk: str
+    mirrors: tuple[str, ...]
+    deployed: str | None = None
+    test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
+    mirror_timeout_s: float = 30.0
+    fetch_concurrency: int = 8
+    packages: tuple[PackageConfig, ...] = ()
+    stations: tuple[StationConfig, ...] = ()
+    ci: CIConfig = field(default_factory=CIConfig)
+    docs: DocsConfig | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+
+# -- discovery -------------------------------------------------------------------
+
+
+def find_config(start: Path) -> Path:
+    """The nearest promote.toml, or pyproject.toml with [tool.promote], at or above `start`."""
+    for directory in (start, *start.parents):
+        candidate = directory / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+        pyproject = directory / "pyproject.toml"
+        if pyproject.is_file() and "promote" in _read_toml(pyproject).get("tool", {}):
+            return pyproject
+        if (directory / ".git").exists():
+            break
+    raise ConfigError(
+        f"no {CONFIG_NAME} (or [tool.promote] in pyproject.toml) in {start} or above; "
+        "run `promote init` to write one"
+    )
+
+
+def load(path: Path) -> Config:
+    """Read and validate the configuration in `path`."""
+    path = path.resolve()
+    data = _read_toml(path)
+    if path.name == "pyproject.toml":
+        prefix = "tool.promote"
+        table = data.get("tool", {}).get("promote")
+    else:
+        prefix = "promote"
+        unknown = sorted(set(data) - {"promote"})
+        if unknown:
+            raise ConfigError(f"{path}: unknown top-level table [{unknown[0]}]; expected [promote]")
+        table = data.get("promote")
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: no [{prefix}] table")
+    return _Parser(path, prefix).config(table)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+
+
+# -- validation ------------------------------------------------------------------
+
+
+def _is_str(v: object) -> bool:
+    return isinstance(v, str)
+
+
+def _is_str_list(v: object) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _is_pos_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def _is_pos_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+
+def _is_port(v: object) -> bool:
+    return _is_pos_int(v) and int(v) <= 65535  # type: ignore[call-overload]
+
+
+class _Parser:
+    """Walks the TOML tables; every error names the file, the dotted key and what was expected."""
+
+    def __init__(self, path: Path, prefix: str) -> None:
+        self.path = path
+        self.prefix = prefix
+
+    def fail(self, key: str, expected: str, got: object = None, *, show_got: bool = True) -> ConfigError:
+        got_text = f", got {got!r}" if show_got else ""
+        return ConfigError(f"{self.path}: {key}: expected {expected}{got_text}")
+
+    def table(self, raw: object, key: str, allowed: set[str]) -> Mapping[str, Any]:
+        if not isinstance(raw, dict):
+            raise self.fail(key, "a table", raw)
+        unknown = sorted(set(raw) - allowed)
+        if unknown:
+            raise ConfigError(
+                f"{self.path}: {key}.{unknown[0]}: unknown key; expected one of {', '.join(sorted(allowed))}"
+            )
+        return raw
+
+    def get(
+        self,
+        tbl: Mapping[str, Any],
+        key: str,
+        where: str,
+        check: Callable[[object], bool],
+        expected: str,
+        default: T,
+    ) -> Any:
+        if key not in tbl:
+            return default
+        value = tbl[key]
+        if not check(value):
+            raise self.fail(f"{where}.{key}", expected, value)
+        return value
+
+    def required(self, tbl: Mapping[str, Any], key: str, where: str, expected: str) -> str:
+        if key not in tbl:
+            raise self.fail(f"{where}.{key}", f"{expected} (this key is required)", show_got=False)
+        value = tbl[key]
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(f"{where}.{key}", expected, value)
+        return value
+
+    def config(self, raw: dict[str, Any]) -> Config:
+        p = self.prefix
+        tbl = self.table(
+            raw,
+            p,
+            {"trunk", "mirrors", "deployed", "test_paths", "mirror_timeout_s", "fetch_concurrency",
+             "packages", "stations", "ci", "docs"},
+        )  # fmt: skip
+        trunk = self.required(tbl, "trunk", p, "a branch name")
+        mirrors = self.get(tbl, "mirrors", p, _is_str_list, "a list of git remote names", [])
+        if len(set(mirrors)) != len(mirrors):
+            raise self.fail(f"{p}.mirrors", "each remote at most once", mirrors)
+        stations = self.stations(tbl.get("stations", {}))
+        return Config(
+            path=self.path,
+            prefix=p,
+            trunk=trunk,
+            mirrors=tuple(mirrors),
+            deployed=self.get(tbl, "deployed", p, _is_str, "a branch, tag or commit", None),
+            test_paths=tuple(
+                self.get(tbl, "test_paths", p, _is_str_list, "a list of glob patterns", DEFAULT_TEST_PATHS)
+            ),
+            mirror_timeout_s=float(
+                self.get(tbl, "mirror_timeout_s", p, _is_pos_number, "a number of seconds > 0", 30.0)
+            ),
+            fetch_concurrency=self.get(tbl, "fetch_concurrency", p, _is_pos_int, "an integer >= 1", 8),
+            packages=self.packages(tbl.get("packages", []), {s.name for s in stations}),
+            stations=stations,
+            ci=self.ci(tbl["ci"]) if "ci" in tbl else CIConfig(),
+            docs=self.docs(tbl["docs"]) if "docs" in tbl else None,
+        )
+
+    def packages(self, raw: object, station_names: set[str]) -> tuple[PackageConfig, ...]:
+        key = f"{self.prefix}.packages"
+        if not isinstance(raw, list):
+            raise self.fail(key, "an array of tables ([[promote.packages]])", raw)
+        seen: set[str] = set()
+        out = []
+        for i, item in enumerate(raw):
+            where = f"{key}[{i}]"
+            tbl = self.table(item, where, {"name", "path", "workers", "leaks", "station"})
+            name = self.required(tbl, "name", where, "a package name")
+            if name in seen:
+                raise self.fail(f"{where}.name", "a name no other package has", name)
+            seen.add(name)
+            leaks = self.get(tbl, "leaks", where, _is_str, '"restore" or "report"', "restore")
+            if leaks not in LEAK_POLICIES:
+                raise self.fail(f"{where}.leaks", '"restore" or "report"', leaks)
+            station = self.get(tbl, "station", where, _is_str, "a station name", None)
+            if station is not None and station not in station_names:
+                known = ", ".join(sorted(station_names)) or "none defined"
+                raise self.fail(f"{where}.station", f"a station under [{self.prefix}.stations] ({known})", station)
+            out.append(
+                PackageConfig(
+                    name=name,
+                    path=(self.path.parent / self.required(tbl, "path", where, "a directory")).resolve(),
+                    workers=self.get(tbl, "workers", where, _is_pos_int, "an integer >= 1", 1),
+                    leaks=leaks,
+                    station=station,
+                )
+            )
+        return tuple(out)
+
+    def stations(self, raw: object) -> tuple[StationConfig, ...]:
+        key = f"{self.prefix}.stations"
+        if not isinstance(raw, dict):
+            raise self.fail(key, "a table of stations ([promote.stations.NAME])", raw)
+        out = []
+        for name, item in raw.items():
+            where = f"{key}.{name}"
+            tbl = self.table(
+                item,
+                where,
+                {"platform", "devices", "memory_gb", "resources", "ssh", "port", "identity", "python", "workdir"},
+            )
+            out.append(
+                StationConfig(
+                    name=name,
+                    platform=self.get(tbl, "platform", where, _is_str, "a platform like darwin-arm64", None),
+                    devices=tuple(self.get(tbl, "devices", where, _is_str_list, "a list of device names", [])),
+                    memory_gb=self.get(tbl, "memory_gb", where, _is_pos_number, "a number of GB > 0", None),
+                    resources=tuple(self.get(tbl, "resources", where, _is_str_list, "a list of resource names", [])),
+                    ssh=self.get(tbl, "ssh", where, _is_str, "user@host", None),
+                    port=self.get(tbl, "port", where, _is_port, "a TCP port (1-65535)", None),
+                    identity=self.get(tbl, "identity", where, _is_str, "a path to a private key", None),
+                    python=self.get(tbl, "python", where, _is_str, "a path to python on the station", None),
+                    workdir=self.get(tbl, "workdir", where, _is_str, "a directory on the station", None),
+                )
+            )
+        return tuple(out)
+
+    def ci(self, raw: object) -> CIConfig:
+        where = f"{self.prefix}.ci"
+        tbl = self.table(raw, where, {"runners"})
+        runners = self.get(tbl, "runners", where, _is_str_list, "a list of runner labels", None)
+        return CIConfig(runners=None if runners is None else tuple(runners))
+
+    def docs(self, raw: object) -> DocsConfig:
+        where = f"{self.prefix}.docs"
+        tbl = self.table(raw, where, {"repo", "pages", "features", "feature_pattern"})
+        return DocsConfig(
+            repo=(self.path.parent / self.required(tbl, "repo", where, "a path to the docs repository")).resolve(),
+            pages=tuple(self.get(tbl, "pages", where, _is_str_list, "a list of glob patterns", ["docs/**/*.md"])),
+            features=tuple(self.get(tbl, "features", where, _is_str_list, "a list of feature names", [])),
+            feature_pattern=self.get(tbl, "feature_pattern", where, _is_str, "a regular expression", None),
+        )

@@ -1,0 +1,1 @@
+"""Running test packages with isolation, and the pytest plugin that records what ran."""
