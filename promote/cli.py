@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -39,6 +39,25 @@ candidate_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
+class PromoteGroup(click.Group):
+    """A click group whose `main` is the one place errors and verdicts become exit codes."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        with error_handler():
+            try:
+                super().main(*args, **kwargs)
+            except click.exceptions.Abort:
+                click.echo("promote: interrupted", err=True)
+                sys.exit(EXIT_INTERRUPTED)
+            except click.ClickException as e:
+                e.show()
+                sys.exit(e.exit_code if e.exit_code else EXIT_USAGE)
+            except click.exceptions.Exit as e:
+                sys.exit(e.exit_code)
+        sys.exit(EXIT_OK)
+
+
 class Context:
     """Global options shared by every subcommand."""
 
@@ -56,7 +75,7 @@ def emit(data: dict[str, object] | None, text: str, *, as_json: bool) -> None:
     click.echo(json.dumps(data, indent=2) if as_json else text)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=PromoteGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="promote")
 @click.option(
     "-C",
@@ -117,16 +136,5 @@ def merge(obj: Context, candidate: str | None, dry_run: bool, as_json: bool) -> 
 
 
 def main() -> None:
-    """Console-script entry point: the one place errors become exit codes."""
-    with error_handler():
-        try:
-            cli.main(prog_name="promote", standalone_mode=False)
-        except click.exceptions.Abort:
-            click.echo("promote: interrupted", err=True)
-            sys.exit(EXIT_INTERRUPTED)
-        except click.ClickException as e:
-            e.show()
-            sys.exit(e.exit_code if e.exit_code else EXIT_USAGE)
-        except click.exceptions.Exit as e:
-            sys.exit(e.exit_code)
-    sys.exit(EXIT_OK)
+    """Console-script entry point."""
+    cli.main(prog_name="promote")

@@ -1,32 +1,46 @@
-"""A finding: one problem a check saw, what showed it, and what caused it."""
+"""Findings: what a check or the test plugin reports, in the shape of the `--json` contract."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, cast
 
-SEVERITIES = ("error", "warning", "info")
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 
 @dataclass(frozen=True)
 class Finding:
-    """The contract's FINDING: `subject` showed the problem, `cause` made it."""
+    """One problem: `subject` is what showed it, `cause` what caused it (when known)."""
 
     check: str
-    severity: str
+    severity: Severity
     subject: str
     message: str
     cause: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity must be one of {SEVERITIES}, not {self.severity!r}")
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The contract's FINDING object."""
+        return {
+            "check": self.check,
+            "severity": self.severity,
+            "subject": self.subject,
+            "message": self.message,
+            "cause": self.cause,
+        }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Finding:
+    def from_json(cls, d: dict[str, Any]) -> Finding:
+        """Parse a FINDING object (as written by `to_json`)."""
+        cause = d.get("cause")
         return cls(
-            check=str(data["check"]),
-            severity=str(data["severity"]),
-            subject=str(data["subject"]),
-            message=str(data["message"]),
-            cause=None if data.get("cause") is None else str(data["cause"]),
+            check=str(d["check"]),
+            severity=cast(Severity, d["severity"]),
+            subject=str(d["subject"]),
+            message=str(d["message"]),
+            cause=None if cause is None else str(cause),
         )

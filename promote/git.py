@@ -152,10 +152,11 @@ class Repo:
     def fetch(self, remote: str, branch: str, dest: str, *, timeout: float) -> Outcome:
         """Fetch a mirror's branch into a private ref of ours (never a user's branch)."""
         # The private ref is ours alone; dropping it first lets a rewritten mirror
-        # branch land there without a forced (`+`) refspec.
+        # branch land there without a forced (`+`) refspec. `--refmap=` stops git from
+        # also moving the user's remote-tracking branch as it otherwise would.
         self.run("update-ref", "-d", dest)
         return self.run(
-            "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
+            "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", "--refmap=",
             "--no-recurse-submodules", "--end-of-options",
             remote, f"refs/heads/{branch}:{dest}",
             timeout=timeout,

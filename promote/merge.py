@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from promote import journal
 from promote import mirrors as mirrors_mod
 from promote.check import BLOCKED, UNDECIDED, CheckResult, check
-from promote.git import Repo
+from promote.git import Outcome, Repo
 from promote.workspace import Workspace
 
 MERGED = "merged"
@@ -95,7 +95,7 @@ def _push_all(ws: Workspace, result: CheckResult) -> list[MirrorMerge]:
             continue
         pushed = ws.repo.push(m.name, sha, cfg.trunk, timeout=cfg.mirror_timeout_s)
         status = ADVANCED if pushed.ok else REJECTED
-        reason = None if pushed.ok else _push_reason(pushed.stdout, pushed.reason)
+        reason = None if pushed.ok else _push_reason(pushed)
         done.append(MirrorMerge(m.name, m.head, sha if pushed.ok else m.head, status, reason))
         journal.append(
             ws.repo.root,
@@ -106,12 +106,16 @@ def _push_all(ws: Workspace, result: CheckResult) -> list[MirrorMerge]:
     return done
 
 
-def _push_reason(porcelain: str, fallback: str) -> str:
-    # `push --porcelain` puts the ref's verdict on a line starting with "!" (e.g. "[rejected] (fetch first)").
-    for line in porcelain.splitlines():
-        if line.startswith("!"):
-            return line.split("\t")[-1].strip()
-    return fallback
+def _push_reason(outcome: Outcome) -> str:
+    """Git's verdict on the ref, plus what the mirror's hooks said, on one line."""
+    # `push --porcelain` marks a refused ref with "!" (e.g. "[remote rejected] (pre-receive hook declined)").
+    verdict = next(
+        (ln.split("\t")[-1].strip() for ln in outcome.stdout.splitlines() if ln.startswith("!")),
+        outcome.reason,
+    )
+    said = [ln[len("remote:") :].strip() for ln in outcome.stderr.splitlines() if ln.startswith("remote:")]
+    said = [s for s in said if s]
+    return f"{verdict}: {'; '.join(said)}" if said else verdict
 
 
 def _fast_forward_local(repo: Repo, trunk: str, sha: str) -> str:
@@ -155,7 +159,7 @@ def merge(ws: Workspace, candidate: str | None = None, *, dry_run: bool = False)
     # Trust no push report: read every mirror back and compare with the candidate.
     now = _verify(ws, [m.name for m in pushed])
     verified = tuple(
-        MirrorMerge(m.name, m.before, now[m.name], m.status)
+        MirrorMerge(m.name, m.before, now[m.name], m.status, m.reason)
         if now[m.name] == sha or m.status in (REJECTED, NOT_ATTEMPTED)
         else MirrorMerge(m.name, m.before, now[m.name], UNVERIFIED, f"{m.name} reports {now[m.name]} after the push")
         for m in pushed

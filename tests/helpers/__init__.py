@@ -1,0 +1,1 @@
+"""Shared helpers for the test suite: real git repositories and bare mirrors in tmp_path."""
