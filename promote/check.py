@@ -50,16 +50,13 @@ def mirror_findings(statuses: tuple[MirrorStatus, ...], trunk: str) -> list[Find
                     "mirror-diverged",
                     "error",
                     m.name,
-                    f"{m.name}/{trunk} has {m.discard} commit(s) the candidate lacks; "
-                    f"a push would discard: {listed}",
+                    f"{m.name}/{trunk} has {m.discard} commit(s) the candidate lacks; a push would discard: {listed}",
                 )
             )
         elif m.status == mirrors_mod.MISSING:
             found.append(Finding("mirror-missing", "error", m.name, f"{m.name} has no branch {trunk}"))
         elif m.status == mirrors_mod.UNREACHABLE:
-            found.append(
-                Finding("mirror-unreachable", "warning", m.name, f"{m.name} ({m.url}): {m.reason}")
-            )
+            found.append(Finding("mirror-unreachable", "warning", m.name, f"{m.name} ({m.url}): {m.reason}"))
     return found
 
 

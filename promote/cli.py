@@ -34,7 +34,10 @@ EXIT_CODES = {
 }
 
 candidate_option = click.option(
-    "--candidate", metavar="REF", default=None, help="Commit to promote (default: the local trunk's head)."
+    "--candidate",
+    metavar="REF",
+    default=None,
+    help="Commit to promote (default: the local trunk's head).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
@@ -42,7 +45,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print machin
 class PromoteGroup(click.Group):
     """A click group whose `main` is the one place errors and verdicts become exit codes."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
         with error_handler():
             try:

@@ -99,8 +99,7 @@ def find_config(start: Path) -> Path:
         if (directory / ".git").exists():
             break
     raise ConfigError(
-        f"no {CONFIG_NAME} (or [tool.promote] in pyproject.toml) in {start} or above; "
-        "run `promote init` to write one"
+        f"no {CONFIG_NAME} (or [tool.promote] in pyproject.toml) in {start} or above; run `promote init` to write one"
     )
 
 
@@ -125,7 +124,8 @@ def load(path: Path) -> Config:
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
-            return tomllib.load(f)
+            data: dict[str, Any] = tomllib.load(f)
+            return data
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
@@ -220,7 +220,14 @@ class _Parser:
             mirrors=tuple(mirrors),
             deployed=self.get(tbl, "deployed", p, _is_str, "a branch, tag or commit", None),
             test_paths=tuple(
-                self.get(tbl, "test_paths", p, _is_str_list, "a list of glob patterns", DEFAULT_TEST_PATHS)
+                self.get(
+                    tbl,
+                    "test_paths",
+                    p,
+                    _is_str_list,
+                    "a list of glob patterns",
+                    DEFAULT_TEST_PATHS,
+                )
             ),
             mirror_timeout_s=float(
                 self.get(tbl, "mirror_timeout_s", p, _is_pos_number, "a number of seconds > 0", 30.0)
@@ -251,7 +258,11 @@ class _Parser:
             station = self.get(tbl, "station", where, _is_str, "a station name", None)
             if station is not None and station not in station_names:
                 known = ", ".join(sorted(station_names)) or "none defined"
-                raise self.fail(f"{where}.station", f"a station under [{self.prefix}.stations] ({known})", station)
+                raise self.fail(
+                    f"{where}.station",
+                    f"a station under [{self.prefix}.stations] ({known})",
+                    station,
+                )
             out.append(
                 PackageConfig(
                     name=name,
@@ -273,7 +284,17 @@ class _Parser:
             tbl = self.table(
                 item,
                 where,
-                {"platform", "devices", "memory_gb", "resources", "ssh", "port", "identity", "python", "workdir"},
+                {
+                    "platform",
+                    "devices",
+                    "memory_gb",
+                    "resources",
+                    "ssh",
+                    "port",
+                    "identity",
+                    "python",
+                    "workdir",
+                },
             )
             out.append(
                 StationConfig(

@@ -102,7 +102,11 @@ class Repo:
     def commits(self, include: str, exclude: str, *, limit: int = 50) -> list[Commit]:
         """The newest `limit` commits `include` has that `exclude` lacks."""
         text = self.out(
-            "log", f"--max-count={limit}", "--format=%H%x1f%h%x1f%s%x1f%an <%ae>%x1e", include, f"^{exclude}"
+            "log",
+            f"--max-count={limit}",
+            "--format=%H%x1f%h%x1f%s%x1f%an <%ae>%x1e",
+            include,
+            f"^{exclude}",
         )
         found = []
         for record in text.split("\x1e"):
@@ -147,7 +151,14 @@ class Repo:
     # -- talking to mirrors ----------------------------------------------------
 
     def ls_remote(self, remote: str, branch: str, *, timeout: float) -> Outcome:
-        return self.run("ls-remote", "--heads", "--end-of-options", remote, f"refs/heads/{branch}", timeout=timeout)
+        return self.run(
+            "ls-remote",
+            "--heads",
+            "--end-of-options",
+            remote,
+            f"refs/heads/{branch}",
+            timeout=timeout,
+        )
 
     def fetch(self, remote: str, branch: str, dest: str, *, timeout: float) -> Outcome:
         """Fetch a mirror's branch into a private ref of ours (never a user's branch)."""

@@ -78,7 +78,7 @@ def _verify(ws: Workspace, names: list[str]) -> dict[str, str | None]:
         return mirrors_mod.read_head(ws.repo, name, cfg.trunk, timeout=cfg.mirror_timeout_s)[0]
 
     with ThreadPoolExecutor(max_workers=min(cfg.fetch_concurrency, max(1, len(names)))) as pool:
-        return dict(zip(names, pool.map(head, names)))
+        return dict(zip(names, pool.map(head, names), strict=True))
 
 
 def _push_all(ws: Workspace, result: CheckResult) -> list[MirrorMerge]:
@@ -151,7 +151,12 @@ def merge(ws: Workspace, candidate: str | None = None, *, dry_run: bool = False)
         return finish(
             WOULD_MERGE,
             tuple(
-                MirrorMerge(m.name, m.head, m.head, m.status if m.status == mirrors_mod.UP_TO_DATE else WOULD_ADVANCE)
+                MirrorMerge(
+                    m.name,
+                    m.head,
+                    m.head,
+                    m.status if m.status == mirrors_mod.UP_TO_DATE else WOULD_ADVANCE,
+                )
                 for m in result.mirrors
             ),
         )
@@ -161,7 +166,13 @@ def merge(ws: Workspace, candidate: str | None = None, *, dry_run: bool = False)
     verified = tuple(
         MirrorMerge(m.name, m.before, now[m.name], m.status, m.reason)
         if now[m.name] == sha or m.status in (REJECTED, NOT_ATTEMPTED)
-        else MirrorMerge(m.name, m.before, now[m.name], UNVERIFIED, f"{m.name} reports {now[m.name]} after the push")
+        else MirrorMerge(
+            m.name,
+            m.before,
+            now[m.name],
+            UNVERIFIED,
+            f"{m.name} reports {now[m.name]} after the push",
+        )
         for m in pushed
     )
     if all(m.after == sha for m in verified):

@@ -44,8 +44,7 @@ class MirrorStatus:
             "behind": self.behind,
             "discard": self.discard,
             "discard_commits": [
-                {"sha": c.sha, "short": c.short, "subject": c.subject, "author": c.author}
-                for c in self.discard_commits
+                {"sha": c.sha, "short": c.short, "subject": c.subject, "author": c.author} for c in self.discard_commits
             ],
             "reason": self.reason,
         }
@@ -120,7 +119,5 @@ def survey(
     if not mirrors:
         return ()
     with ThreadPoolExecutor(max_workers=min(concurrency, len(mirrors))) as pool:
-        futures = [
-            pool.submit(survey_one, repo, m, trunk, candidate, timeout=timeout) for m in mirrors
-        ]
+        futures = [pool.submit(survey_one, repo, m, trunk, candidate, timeout=timeout) for m in mirrors]
         return tuple(f.result() for f in futures)

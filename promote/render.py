@@ -13,9 +13,7 @@ from promote.merge import ADVANCED, MERGED, PARTIAL, WOULD_MERGE, MergeResult
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """Left-aligned columns separated by two spaces; the last column is not padded."""
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
-    return [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [headers, *rows]
-    ]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [headers, *rows]]
 
 
 def _num(n: int | None) -> str:

@@ -24,6 +24,10 @@ def open_workspace(start: Path, config_path: Path | None = None) -> Workspace:
     path = config_path if config_path is not None else configuration.find_config(start.resolve())
     config = configuration.load(path)
     repo = Repo(config.root)
+    if repo.is_shallow():
+        raise GitError(
+            f"{repo.root} is a shallow clone: ancestry cannot be verified; run `git fetch --unshallow` first"
+        )
     remotes = repo.remotes()
     key = f"{config.prefix}.mirrors"
     if not config.mirrors:
@@ -33,13 +37,7 @@ def open_workspace(start: Path, config_path: Path | None = None) -> Workspace:
     for mirror in config.mirrors:
         if mirror not in remotes:
             known = ", ".join(remotes) or "none"
-            raise ConfigError(
-                f"{config.path}: {key}: {mirror!r} is not a git remote of {repo.root} (remotes: {known})"
-            )
-    if repo.is_shallow():
-        raise GitError(
-            f"{repo.root} is a shallow clone: ancestry cannot be verified; run `git fetch --unshallow` first"
-        )
+            raise ConfigError(f"{config.path}: {key}: {mirror!r} is not a git remote of {repo.root} (remotes: {known})")
     return Workspace(repo, config)
 
 
@@ -53,9 +51,7 @@ def resolve_candidate(ws: Workspace, candidate: str | None) -> tuple[str, str]:
         return sha, candidate
     current = repo.current_branch()
     if current is None:
-        raise UsageError(
-            f"HEAD is detached in {repo.root}; pass --candidate REF to say which commit to promote"
-        )
+        raise UsageError(f"HEAD is detached in {repo.root}; pass --candidate REF to say which commit to promote")
     sha = repo.resolve(f"refs/heads/{trunk}")
     if sha is None:
         if current == trunk:

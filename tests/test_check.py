@@ -44,7 +44,12 @@ def test_diverged_mirror_lists_what_a_push_would_discard(fleet: Fleet) -> None:
     assert station["status"] == "diverged"
     assert station["discard"] == 1
     assert station["discard_commits"] == [
-        {"sha": lost, "short": lost[:7], "subject": "hotfix on station", "author": "Ada Author <ada@example.com>"}
+        {
+            "sha": lost,
+            "short": lost[:7],
+            "subject": "hotfix on station",
+            "author": "Ada Author <ada@example.com>",
+        }
     ]
     assert [(f["check"], f["subject"], f["severity"]) for f in report["findings"]] == [
         ("mirror-diverged", "station", "error")
@@ -90,7 +95,7 @@ def test_mirror_with_unknown_commits_is_fetched_into_a_private_ref(fleet: Fleet)
     theirs = commit(other, "their commit")
     git(other, "push", "-q", "origin", "main")
     users_refs = git(fleet.work, "for-each-ref", "refs/heads", "refs/remotes", "refs/tags")
-    code, report = run_json(fleet.work, "check")
+    code, _ = run_json(fleet.work, "check")
     assert code == 1
     assert git(fleet.work, "rev-parse", "refs/promote/mirrors/origin/main") == theirs
     assert git(fleet.work, "for-each-ref", "refs/heads", "refs/remotes", "refs/tags") == users_refs

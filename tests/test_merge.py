@@ -138,7 +138,8 @@ def test_pre_receive_hook_refusal_is_partial_and_a_rerun_completes(fleet: Fleet)
         f"partial: main advanced to {candidate[:7]} on some mirrors only; nothing was forced",
         f"  origin: advanced {old[:7]} -> {candidate[:7]}",
         f"  mini: advanced {old[:7]} -> {candidate[:7]}",
-        f"  station: rejected {old[:7]} -> {old[:7]} ([remote rejected] (pre-receive hook declined): frozen for release)",
+        f"  station: rejected {old[:7]} -> {old[:7]} "
+        "([remote rejected] (pre-receive hook declined): frozen for release)",
         f"  laptop: not-attempted {old[:7]} -> {old[:7]}",
         "reconcile the refused mirror(s), then rerun `promote merge` to resume",
     ]
@@ -167,7 +168,7 @@ def test_local_trunk_is_fast_forwarded_when_the_tree_is_clean(fleet: Fleet) -> N
     result = run(fleet.work, "merge", "--candidate", candidate)
     assert result.exit_code == 0
     assert git(fleet.work, "rev-parse", "main") == candidate
-    assert f"local main fast-forwarded" in result.stdout
+    assert "local main fast-forwarded" in result.stdout
 
 
 def test_local_trunk_with_changes_is_left_alone(fleet: Fleet) -> None:

@@ -45,7 +45,14 @@ class Fleet:
     mirrors: dict[str, Path] = field(default_factory=dict)
 
     def head(self, mirror: str, branch: str = "main") -> str | None:
-        out = git(self.mirrors[mirror], "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False)
+        out = git(
+            self.mirrors[mirror],
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            f"refs/heads/{branch}",
+            check=False,
+        )
         return out or None
 
     def refs(self) -> dict[str, str]:

@@ -1,0 +1,178 @@
+"""Configuration: every error names the file, the key and what was expected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from promote import config
+from promote.errors import ConfigError
+from tests.helpers.cli import run
+from tests.helpers.gitrepos import Fleet, git
+
+
+def write(tmp_path: Path, body: str, name: str = "promote.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(body)
+    return path
+
+
+def error_of(path: Path) -> str:
+    with pytest.raises(ConfigError) as e:
+        config.load(path)
+    return str(e.value)
+
+
+def test_full_contract_example_loads(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+[promote]
+trunk = "main"
+mirrors = ["origin", "mini", "station", "laptop"]
+deployed = "deployed"
+test_paths = ["tests/**"]
+
+[[promote.packages]]
+name = "sanctum-mlx"
+path = "packages/sanctum-mlx"
+workers = 1
+leaks = "restore"
+station = "training"
+
+[promote.stations.training]
+platform = "darwin-arm64"
+devices = ["metal", "cpu"]
+memory_gb = 128
+resources = ["checkpoint:qwen3-27b-4bit"]
+ssh = "bert@training.local"
+port = 22
+
+[promote.ci]
+runners = ["ubuntu-latest"]
+
+[promote.docs]
+repo = "../sanctum-docs"
+pages = ["docs/**/*.md"]
+features = ["DFlash2"]
+feature_pattern = "SANCTUM_[A-Z0-9_]+"
+""",
+    )
+    cfg = config.load(path)
+    assert cfg.trunk == "main"
+    assert cfg.mirrors == ("origin", "mini", "station", "laptop")
+    assert cfg.packages[0].path == (tmp_path / "packages" / "sanctum-mlx").resolve()
+    assert cfg.packages[0].station == "training"
+    assert cfg.stations[0].memory_gb == 128
+    assert cfg.ci.runners == ("ubuntu-latest",)
+    assert cfg.docs is not None and cfg.docs.repo == (tmp_path.parent / "sanctum-docs").resolve()
+    assert cfg.test_paths == ("tests/**",)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            '[promote]\nmirrors = ["origin"]\n',
+            "promote.trunk: expected a branch name (this key is required)",
+        ),
+        (
+            '[promote]\ntrunk = "main"\nmirors = ["origin"]\n',
+            "promote.mirors: unknown key; expected one of",
+        ),
+        (
+            '[promote]\ntrunk = "main"\nmirrors = "origin"\n',
+            "promote.mirrors: expected a list of git remote names, got 'origin'",
+        ),
+        ("[promote]\ntrunk = 3\n", "promote.trunk: expected a branch name, got 3"),
+        (
+            '[promote]\ntrunk = "main"\n[[promote.packages]]\nname = "a"\npath = "a"\nworkers = 0\n',
+            "promote.packages[0].workers: expected an integer >= 1, got 0",
+        ),
+        (
+            '[promote]\ntrunk = "main"\n[[promote.packages]]\nname = "a"\npath = "a"\nleaks = "ignore"\n',
+            'promote.packages[0].leaks: expected "restore" or "report", got \'ignore\'',
+        ),
+        (
+            '[promote]\ntrunk = "main"\n[[promote.packages]]\nname = "a"\npath = "a"\nstation = "gpu"\n',
+            "promote.packages[0].station: expected a station under [promote.stations] (none defined), got 'gpu'",
+        ),
+        (
+            '[promote]\ntrunk = "main"\n[promote.stations.t]\nport = 70000\n',
+            "promote.stations.t.port: expected a TCP port (1-65535), got 70000",
+        ),
+        (
+            '[promote]\ntrunk = "main"\n[promote.docs]\npages = ["x"]\n',
+            "promote.docs.repo: expected a path to the docs repository (this key is required)",
+        ),
+        (
+            '[promote]\ntrunk = "main"\nmirrors = ["a", "a"]\n',
+            "promote.mirrors: expected each remote at most once",
+        ),
+        ("[tool.other]\n", "unknown top-level table [tool]"),
+        ("[promote\n", "not valid TOML"),
+    ],
+)
+def test_bad_config_names_file_key_and_expectation(tmp_path: Path, body: str, expected: str) -> None:
+    path = write(tmp_path, body)
+    message = error_of(path)
+    assert message.startswith(f"{path}: ")
+    assert expected in message
+
+
+def test_pyproject_tool_promote_is_found_and_keys_are_named_with_its_prefix(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        '[project]\nname = "x"\n[tool.promote]\ntrunk = "main"\nworkrs = 2\n',
+        "pyproject.toml",
+    )
+    (tmp_path / ".git").mkdir()
+    found = config.find_config(tmp_path)
+    assert found == tmp_path / "pyproject.toml"
+    assert "tool.promote.workrs: unknown key" in error_of(found)
+
+
+def test_promote_toml_wins_over_pyproject(tmp_path: Path) -> None:
+    write(tmp_path, '[tool.promote]\ntrunk = "main"\n', "pyproject.toml")
+    write(tmp_path, '[promote]\ntrunk = "trunk"\n')
+    assert config.load(config.find_config(tmp_path)).trunk == "trunk"
+
+
+def test_no_config_anywhere_points_to_init(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    with pytest.raises(ConfigError, match="run `promote init`"):
+        config.find_config(tmp_path)
+
+
+def test_mirror_that_is_not_a_remote_is_a_config_error(fleet: Fleet) -> None:
+    path = fleet.config().parent / "promote.toml"
+    path.write_text('[promote]\ntrunk = "main"\nmirrors = ["origin", "mini", "nas"]\n')
+    result = run(fleet.work, "check")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.strip() == (
+        f"promote: error: {path}: promote.mirrors: 'nas' is not a git remote of {fleet.work} "
+        "(remotes: laptop, mini, origin, station)"
+    )
+
+
+def test_mirrors_default_to_every_remote(fleet: Fleet) -> None:
+    (fleet.work / "promote.toml").write_text('[promote]\ntrunk = "main"\n')
+    result = run(fleet.work, "check", "--json")
+    assert result.exit_code == 0, result.output
+    assert '"name": "laptop"' in result.stdout and '"name": "station"' in result.stdout
+
+
+def test_init_writes_a_config_that_loads(fleet: Fleet) -> None:
+    (fleet.work / "promote.toml").unlink()
+    git(fleet.work, "branch", "deployed")
+    result = run(fleet.work, "init")
+    assert result.exit_code == 0
+    cfg = config.load(fleet.work / "promote.toml")
+    assert (cfg.trunk, cfg.deployed) == ("main", "deployed")
+    assert cfg.mirrors == ("origin", "laptop", "mini", "station")
+    again = run(fleet.work, "init")
+    assert again.exit_code == 2
+    assert "already exists; pass --overwrite" in again.stderr
+    assert run(fleet.work, "init", "--overwrite").exit_code == 0
