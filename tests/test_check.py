@@ -156,3 +156,18 @@ def test_undeployed_code_change_is_a_warning(fleet: Fleet) -> None:
     assert report["drift"]["binary_unchanged"] is False
     assert [(f["check"], f["severity"]) for f in report["findings"]] == [("undeployed-change", "warning")]
     assert "sanctum/kernel.py" in report["findings"][0]["message"]
+
+
+def test_a_mirror_that_hangs_is_unreachable_after_the_timeout(fleet: Fleet) -> None:
+    # A transport that never answers: git runs this "ssh" and waits on it.
+    git(fleet.work, "config", "core.sshCommand", "sleep 60 #")
+    git(fleet.work, "remote", "set-url", "laptop", "ssh://nowhere.invalid/sanctum.git")
+    fleet.config("mirror_timeout_s = 1\n")
+
+    code, report = run_json(fleet.work, "check")
+
+    assert code == 3
+    laptop = next(m for m in report["mirrors"] if m["name"] == "laptop")
+    assert laptop["status"] == "unreachable"
+    assert "did not complete in 1" in laptop["reason"]
+    assert {m["status"] for m in report["mirrors"] if m["name"] != "laptop"} == {"fast-forward"}
