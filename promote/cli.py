@@ -138,6 +138,28 @@ def merge(obj: Context, candidate: str | None, dry_run: bool, as_json: bool) -> 
     sys.exit(EXIT_CODES[result.verdict])
 
 
+@cli.command("test")
+@click.option("--package", "package", metavar="NAME", default=None, help="Run only this package.")
+@json_option
+@click.pass_obj
+def test_command(obj: Context, package: str | None, as_json: bool) -> None:
+    """Run the test packages with isolation; record what ran and what leaked."""
+    from promote.render import test_report
+    from promote.testrun import run_tests
+    from promote.workspace import load_config
+
+    live = sys.stderr.isatty() and not as_json
+
+    def progress(name: str, done: int) -> None:
+        click.echo(f"\r{name}: {done} tests done", err=True, nl=False)
+
+    result = run_tests(load_config(obj.directory, obj.config), package=package, on_progress=progress if live else None)
+    if live:
+        click.echo("", err=True)
+    emit(result.to_json(), test_report(result), as_json=as_json)
+    sys.exit(EXIT_OK if result.green else EXIT_BLOCKED)
+
+
 def main() -> None:
     """Console-script entry point."""
     cli.main(prog_name="promote")

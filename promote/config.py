@@ -31,6 +31,11 @@ class PackageConfig:
     workers: int = 1
     leaks: str = "restore"
     station: str | None = None
+    python: str | None = None
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    timeout_s: float | None = None
+    serial: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,10 @@ def _is_str_list(v: object) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
+def _is_str_table(v: object) -> bool:
+    return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
+
+
 def _is_pos_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 1
 
@@ -247,7 +256,11 @@ class _Parser:
         out = []
         for i, item in enumerate(raw):
             where = f"{key}[{i}]"
-            tbl = self.table(item, where, {"name", "path", "workers", "leaks", "station"})
+            tbl = self.table(
+                item,
+                where,
+                {"name", "path", "workers", "leaks", "station", "python", "args", "env", "timeout_s", "serial"},
+            )
             name = self.required(tbl, "name", where, "a package name")
             if name in seen:
                 raise self.fail(f"{where}.name", "a name no other package has", name)
@@ -270,6 +283,13 @@ class _Parser:
                     workers=self.get(tbl, "workers", where, _is_pos_int, "an integer >= 1", 1),
                     leaks=leaks,
                     station=station,
+                    python=self.get(tbl, "python", where, _is_str, "a path to a python interpreter", None),
+                    args=tuple(self.get(tbl, "args", where, _is_str_list, "a list of pytest arguments", [])),
+                    env=tuple(
+                        sorted(self.get(tbl, "env", where, _is_str_table, "a table of string values", {}).items())
+                    ),
+                    timeout_s=self.get(tbl, "timeout_s", where, _is_pos_number, "a number of seconds > 0", None),
+                    serial=tuple(self.get(tbl, "serial", where, _is_str_list, "a list of test id patterns", [])),
                 )
             )
         return tuple(out)

@@ -19,10 +19,15 @@ class Workspace:
     config: Config
 
 
+def load_config(start: Path, config_path: Path | None = None) -> Config:
+    """The configuration for `start`, or the one in `config_path`."""
+    path = config_path if config_path is not None else configuration.find_config(start.resolve())
+    return configuration.load(path)
+
+
 def open_workspace(start: Path, config_path: Path | None = None) -> Workspace:
     """Load the config for `start` (or `config_path`) and validate it against the repository."""
-    path = config_path if config_path is not None else configuration.find_config(start.resolve())
-    config = configuration.load(path)
+    config = load_config(start, config_path)
     repo = Repo(config.root)
     if repo.is_shallow():
         raise GitError(
