@@ -119,6 +119,7 @@ class Arm:
     cwd: Path
     ok_exit: frozenset[int]
     verify: Callable[[str], None]  # raises BenchError when stdout shows the wrong answer
+    env: Mapping[str, str] = field(default_factory=dict)  # added to bench_env()
 
 
 @dataclass
@@ -144,7 +145,7 @@ class Timings:
 def time_arm(arm: Arm) -> float:
     """Run one arm once as a subprocess and return its wall time; fail loudly if it failed."""
     argv = list(arm.argv)
-    env = bench_env()
+    env = {**bench_env(), **arm.env}
     started = time.perf_counter()
     result = subprocess.run(argv, cwd=arm.cwd, capture_output=True, env=env, check=False)
     elapsed = time.perf_counter() - started
@@ -172,19 +173,15 @@ def interleave(a: Arm, b: Arm, rounds: int, *, warmup: int = 1) -> Timings:
         timings.first.append(order[0].name)
         for arm in order:
             timings.seconds[arm.name].append(time_arm(arm))
-        print(
-            f"  round {i + 1}/{rounds}: "
-            + ", ".join(f"{n} {timings.seconds[n][-1]:.3f}s" for n in timings.arms),
-            flush=True,
-        )
+        # Listed in the order they ran this round.
+        ran = ", ".join(f"{arm.name} {timings.seconds[arm.name][-1]:.3f}s" for arm in order)
+        print(f"  round {i + 1}/{rounds}: {ran}", flush=True)
     return timings
 
 
 def machine_info() -> dict[str, Any]:
     """What the figures were measured on, so a reader can weigh them."""
-    git_version = subprocess.run(
-        ["git", "--version"], capture_output=True, text=True, check=False
-    ).stdout.strip()
+    git_version = subprocess.run(["git", "--version"], capture_output=True, text=True, check=False).stdout.strip()
     return {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "platform": platform.platform(),
@@ -203,9 +200,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         "|" + "|".join("-" * (w + 2) for w in widths) + "|",
     ]
     for row in rows:
-        lines.append(
-            "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"
-        )
+        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
     return "\n".join(lines)
 
 

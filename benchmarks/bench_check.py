@@ -14,7 +14,7 @@ from typing import Any
 # Run as a script (`python benchmarks/bench_check.py`), so the helpers are imported by path.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (  # noqa: E402
+from _common import (
     BENCH_DIR,
     WORK_DIR,
     Arm,
@@ -31,6 +31,7 @@ from _common import (  # noqa: E402
 # Bump when the generated fixture changes shape, so stale caches are rebuilt, not reused.
 GENERATOR_VERSION = 1
 TRUNK = "main"
+DEFAULT_COMMITS = 50_000
 FILES = 100
 # Realistic mirror states: two up to date, one a few commits behind, one far behind.
 # All are fast-forwards of the candidate, so `promote check` must say "promotable" (exit 0).
@@ -38,10 +39,8 @@ BEHIND = {"origin": 0, "mini": 0, "station": 3, "laptop": 40}
 MIRRORS = tuple(BEHIND)
 EPOCH = 1_600_000_000  # pinned commit dates: fixed start, one commit every 10 minutes
 IDENT = b"Bench <bench@example.invalid>"
-CONFIG = (
-    f'[promote]\ntrunk = "{TRUNK}"\n'
-    f"mirrors = [{', '.join(f'{chr(34)}{m}{chr(34)}' for m in MIRRORS)}]\n"
-)
+# A JSON list of strings is also a TOML array.
+CONFIG = f'[promote]\ntrunk = "{TRUNK}"\nmirrors = {json.dumps(list(MIRRORS))}\n'
 SCRIPT = BENCH_DIR / "check_mirrors.sh"
 
 
@@ -113,9 +112,8 @@ def build_fixture(root: Path, commits: int, commit_graph: bool) -> None:
             git(repo, "commit-graph", "write", "--reachable")
         else:
             # The fresh-clone case: no commit-graph anywhere (a local clone may copy one).
-            (repo / ("objects" if repo.suffix == ".git" else ".git/objects")).joinpath(
-                "info", "commit-graph"
-            ).unlink(missing_ok=True)
+            objects = repo / "objects" if repo.suffix == ".git" else repo / ".git" / "objects"
+            (objects / "info" / "commit-graph").unlink(missing_ok=True)
 
 
 def load_fixture(commits: int, commit_graph: bool, fresh: bool) -> Fixture:
@@ -131,9 +129,7 @@ def load_fixture(commits: int, commit_graph: bool, fresh: bool) -> Fixture:
         "commit_graph": commit_graph,
         "git": version,
     }
-    root = cached_fixture(
-        WORK_DIR / "check", params, lambda d: build_fixture(d, commits, commit_graph), fresh=fresh
-    )
+    root = cached_fixture(WORK_DIR / "check", params, lambda d: build_fixture(d, commits, commit_graph), fresh=fresh)
     work = root / "work"
     candidate = git(work, "rev-parse", TRUNK).strip()
     heads = {m: git(work, "rev-parse", f"{TRUNK}~{n}").strip() for m, n in BEHIND.items()}
@@ -145,20 +141,14 @@ def load_fixture(commits: int, commit_graph: bool, fresh: bool) -> Fixture:
 
 def expected(fx: Fixture) -> dict[str, tuple[str, str, int, int]]:
     """Per mirror: (status, head, behind, discard) that an honest check must report."""
-    return {
-        m: ("up-to-date" if n == 0 else "fast-forward", fx.heads[m], n, 0)
-        for m, n in BEHIND.items()
-    }
+    return {m: ("up-to-date" if n == 0 else "fast-forward", fx.heads[m], n, 0) for m, n in BEHIND.items()}
 
 
 def verify_promote(fx: Fixture, stdout: str) -> None:
     """Fail unless `promote check --json` gave the right verdict and every mirror's state."""
     try:
         report: dict[str, Any] = json.loads(stdout)
-        got = {
-            m["name"]: (m["status"], m["head"], m["behind"], m["discard"])
-            for m in report["mirrors"]
-        }
+        got = {m["name"]: (m["status"], m["head"], m["behind"], m["discard"]) for m in report["mirrors"]}
         verdict, candidate = report["verdict"], report["candidate"]
     except (ValueError, KeyError, TypeError) as e:
         raise BenchError(f"promote check --json gave unusable output ({e!r}):\n{stdout}") from e
@@ -169,21 +159,64 @@ def verify_promote(fx: Fixture, stdout: str) -> None:
 def verify_shell(fx: Fixture, stdout: str) -> None:
     """Fail unless the shell script reported every mirror's state correctly."""
     got = {}
-    for line in stdout.splitlines():
-        name, status, head, behind, discard = line.split("\t")
-        got[name] = (status, head, int(behind), int(discard))
+    try:
+        for line in stdout.splitlines():
+            name, status, head, behind, discard = line.split("\t")
+            got[name] = (status, head, int(behind), int(discard))
+    except ValueError as e:
+        raise BenchError(f"check_mirrors.sh gave unusable output ({e}):\n{stdout}") from e
     if got != expected(fx):
         raise BenchError(f"check_mirrors.sh gave a wrong answer:\n{stdout}")
+
+
+def latency_env(latency_ms: int) -> dict[str, str]:
+    """Git config, passed by environment to both arms, that delays every mirror's answer."""
+    if latency_ms <= 0:
+        return {}
+    # Local mirrors answer in ~10 ms; a real mirror is a network round trip away. Starting
+    # upload-pack through `sleep` models that latency for fetch and ls-remote alike, for
+    # both arms, without touching the cached fixture.
+    env = {"GIT_CONFIG_COUNT": str(len(MIRRORS))}
+    for i, mirror in enumerate(MIRRORS):
+        env[f"GIT_CONFIG_KEY_{i}"] = f"remote.{mirror}.uploadpack"
+        env[f"GIT_CONFIG_VALUE_{i}"] = f"sleep {latency_ms / 1000:.3f}; git-upload-pack"
+    return env
+
+
+def bytecode_env() -> dict[str, str]:
+    """Let the promote arm cache its own bytecode, as every installed package does."""
+    # An editable install runs promote/*.py from the source tree, and with
+    # PYTHONDONTWRITEBYTECODE set (as in some sandboxes) every run would recompile them,
+    # a cost no pip-installed user pays. Keep the cache under .work/, out of promote/.
+    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(WORK_DIR / "pycache")}
+
+
+def results_name(args: argparse.Namespace) -> str:
+    """`check` for the headline run; variants get their own file rather than overwrite it."""
+    name = "check"
+    if args.commits != DEFAULT_COMMITS:
+        name += f"-commits{args.commits}"
+    if args.commit_graph:
+        name += "-commit-graph"
+    if args.latency_ms:
+        name += f"-latency{args.latency_ms}ms"
+    return name
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--rounds", type=int, default=5, help="timed rounds per arm (default 5)")
-    p.add_argument("--commits", type=int, default=50_000, help="commits on trunk (default 50000)")
+    p.add_argument("--commits", type=int, default=DEFAULT_COMMITS, help=f"commits on trunk (default {DEFAULT_COMMITS})")
     p.add_argument(
         "--commit-graph",
         action="store_true",
         help="write a commit-graph in every repository (default: none, as in a fresh clone)",
+    )
+    p.add_argument(
+        "--latency-ms",
+        type=int,
+        default=0,
+        help="delay each mirror's answer by MS to model a remote mirror (default 0: local)",
     )
     p.add_argument("--fresh", action="store_true", help="regenerate the fixture even if cached")
     args = p.parse_args(argv)
@@ -195,14 +228,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Generate (or reuse) the fixture, time both arms interleaved, print and save the figures."""
     args = parse_args(argv)
-    print(f"bench_check: fixture with {args.commits} commits, 4 local bare mirrors", flush=True)
+    print(
+        f"bench_check: {args.commits} commits, 4 local bare mirrors, "
+        f"commit-graph {'yes' if args.commit_graph else 'no'}, latency {args.latency_ms} ms",
+        flush=True,
+    )
     fx = load_fixture(args.commits, args.commit_graph, args.fresh)
+    env = latency_env(args.latency_ms)
     promote = Arm(
         name="promote",
         argv=(*promote_argv(), "check", "--json"),
         cwd=fx.work,
         ok_exit=frozenset({0}),  # mirrors only behind: promotable, nothing else is a success
         verify=lambda out: verify_promote(fx, out),
+        env={**env, **bytecode_env()},
     )
     shell = Arm(
         name="shell",
@@ -210,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         cwd=fx.work,
         ok_exit=frozenset({0}),
         verify=lambda out: verify_shell(fx, out),
+        env=env,
     )
     print(f"bench_check: {args.rounds} rounds, arms interleaved, 1 warm-up each", flush=True)
     timings = interleave(promote, shell, args.rounds)
@@ -234,16 +274,17 @@ def main(argv: list[str] | None = None) -> int:
 
     results = {
         "benchmark": "check",
-        "command": "python benchmarks/bench_check.py "
-        + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python benchmarks/bench_check.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": machine_info(),
         "fixture": {
             "commits": args.commits,
             "files": FILES,
             "mirrors": BEHIND,
             "commit_graph": args.commit_graph,
+            "latency_ms": args.latency_ms,
             "path": str(fx.work),
         },
+        "arms": {promote.name: list(promote.argv), shell.name: list(shell.argv)},
         "rounds": args.rounds,
         "first": timings.first,
         "seconds": timings.seconds,
@@ -254,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         "target": "median ratio promote/shell <= 1.0",
         "target_met": ratio <= 1.0,
     }
-    print(f"results: {write_results('check', results)}")
+    print(f"results: {write_results(results_name(args), results)}")
     return 0
 
 

@@ -98,15 +98,21 @@ def verdict_of(statuses: tuple[MirrorStatus, ...], findings: list[Finding]) -> s
 def check(ws: Workspace, candidate: str | None = None) -> CheckResult:
     """Read every mirror and the deployed ref; change no ref anywhere."""
     cfg = ws.config
-    sha, label = resolve_candidate(ws, candidate)
-    statuses = mirrors_mod.survey(
+    resolved: list[tuple[str, str]] = []
+
+    def resolve() -> str:
+        resolved.append(resolve_candidate(ws, candidate))
+        return resolved[0][0]
+
+    sha, statuses = mirrors_mod.survey(
         ws.repo,
-        cfg.mirrors,
+        ws.mirror_urls(),
         cfg.trunk,
-        sha,
+        resolve,
         timeout=cfg.mirror_timeout_s,
         concurrency=cfg.fetch_concurrency,
     )
+    label = resolved[0][1]
     d = drift_mod.measure(ws.repo, cfg, sha)
     findings = mirror_findings(statuses, cfg.trunk) + drift_findings(d, cfg.trunk)
     return CheckResult(

@@ -144,7 +144,7 @@ def merge(obj: Context, candidate: str | None, dry_run: bool, as_json: bool) -> 
 @click.pass_obj
 def test_command(obj: Context, package: str | None, as_json: bool) -> None:
     """Run the test packages with isolation; record what ran and what leaked."""
-    from promote.render import test_report
+    from promote.testreport import run_report
     from promote.testrun import run_tests
     from promote.workspace import load_config
 
@@ -156,7 +156,7 @@ def test_command(obj: Context, package: str | None, as_json: bool) -> None:
     result = run_tests(load_config(obj.directory, obj.config), package=package, on_progress=progress if live else None)
     if live:
         click.echo("", err=True)
-    emit(result.to_json(), test_report(result), as_json=as_json)
+    emit(result.to_json(), run_report(result), as_json=as_json)
     sys.exit(EXIT_OK if result.green else EXIT_BLOCKED)
 
 

@@ -49,10 +49,7 @@ class Drift:
             "status": self.status,
             "trunk_behind": self.trunk_behind,
             "undeployed": self.undeployed,
-            "undeployed_commits": [
-                {"sha": c.sha, "short": c.short, "subject": c.subject, "author": c.author}
-                for c in self.undeployed_commits
-            ],
+            "undeployed_commits": [c.to_json() for c in self.undeployed_commits],
             "changed_files": list(self.changed_files),
             "test_only": self.test_only,
             "binary_unchanged": self.binary_unchanged,
@@ -70,14 +67,18 @@ def measure(repo: Repo, config: Config, candidate: str) -> Drift | None:
             f"{repo.root} (fetch it, or name a branch, tag or sha that exists here)"
         )
     changed = tuple(repo.changed_files(sha, candidate)) if sha != candidate else ()
+    counts = repo.left_right(sha, candidate)
+    if counts is None:
+        raise ConfigError(f"{config.path}: {config.prefix}.deployed: cannot compare {config.deployed!r} with trunk")
+    trunk_behind, undeployed = counts
     return Drift(
         ref=config.deployed,
         sha=sha,
         candidate=candidate,
         served_since=repo.commit_date(sha),
-        trunk_behind=repo.count(sha, candidate),
-        undeployed=repo.count(candidate, sha),
-        undeployed_commits=tuple(repo.commits(candidate, sha, limit=COMMITS_LISTED)),
+        trunk_behind=trunk_behind,
+        undeployed=undeployed,
+        undeployed_commits=tuple(repo.commits(candidate, sha, limit=COMMITS_LISTED)) if undeployed else (),
         changed_files=changed,
         test_only=all(paths.matches(f, config.test_paths) for f in changed),
     )

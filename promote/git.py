@@ -1,13 +1,12 @@
-"""The only module that talks to git: a thin, typed wrapper over GitPython."""
+"""The only module that talks to git: every command as an argument list, never through a shell."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-
-import git as gitpython
 
 from promote.errors import GitError
 from promote.redact import redact
@@ -24,6 +23,9 @@ class Commit:
     short: str
     subject: str
     author: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"sha": self.sha, "short": self.short, "subject": self.subject, "author": self.author}
 
 
 @dataclass(frozen=True)
@@ -43,34 +45,52 @@ class Outcome:
         """The most telling line of git's complaint, for a one-line report."""
         lines = [ln.strip() for ln in self.stderr.splitlines() if ln.strip()]
         for line in lines:
-            if line.startswith(("fatal:", "error:", "Timeout:", "remote:", "ssh:")):
+            if line.startswith(("fatal:", "error:", "timeout:", "remote:", "ssh:")):
                 return line
         return lines[0] if lines else f"git exited with status {self.status}"
+
+
+def run_git(cwd: Path, *args: str, timeout: float | None = None) -> Outcome:
+    """Run `git ARGS...` in `cwd`; never raises on failure; on timeout, kill git and what it started."""
+    env = {**os.environ, **_ENV}
+    # A session of its own lets a timeout kill git's children (ssh, helpers) along with git.
+    with subprocess.Popen(
+        ["git", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return Outcome(-9, "", f"timeout: git {args[0]} did not complete in {timeout:g} s")
+    return Outcome(proc.returncode, out.decode("utf-8", "replace"), redact(err.decode("utf-8", "replace")))
 
 
 class Repo:
     """A local git repository, addressed by its working tree."""
 
     def __init__(self, path: Path) -> None:
-        try:
-            self._repo = gitpython.Repo(path, search_parent_directories=True)
-        except (gitpython.InvalidGitRepositoryError, gitpython.NoSuchPathError):
-            raise GitError(f"{path} is not inside a git repository") from None
-        if self._repo.bare or self._repo.working_tree_dir is None:
-            raise GitError(f"{path} is a bare repository; run promote in a working clone")
-        self.root = Path(self._repo.working_tree_dir)
+        if not path.is_dir():
+            raise GitError(f"{path} is not a directory")
+        probe = run_git(path, "rev-parse", "--is-bare-repository", "--is-shallow-repository", "--show-toplevel")
+        if not probe.ok:
+            if "not a git repository" in probe.stderr:
+                raise GitError(f"{path} is not inside a git repository")
+            if "work tree" in probe.stderr:
+                raise GitError(f"{path} is a bare repository; run promote in a working clone")
+            raise GitError(f"cannot read the repository at {path}: {probe.reason}")
+        _, shallow, top = probe.stdout.splitlines()[:3]
+        self.root = Path(top)
+        self.shallow = shallow == "true"
 
     def run(self, *args: str, timeout: float | None = None) -> Outcome:
-        """Run `git ARGS...` (arguments as a list, never a shell); never raises on failure."""
-        status, out, err = self._repo.git.execute(
-            ["git", *args],
-            with_extended_output=True,
-            with_exceptions=False,
-            kill_after_timeout=timeout,
-            env={**os.environ, **_ENV},
-            istream=subprocess.DEVNULL,
-        )
-        return Outcome(int(status), str(out), redact(str(err)))
+        return run_git(self.root, *args, timeout=timeout)
 
     def out(self, *args: str) -> str:
         """Run a git command that must succeed and return its stdout."""
@@ -86,28 +106,24 @@ class Repo:
         result = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
         return result.stdout.strip() if result.ok else None
 
-    def has_commit(self, sha: str) -> bool:
-        return self.run("cat-file", "-e", f"{sha}^{{commit}}").ok
-
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         result = self.run("merge-base", "--is-ancestor", ancestor, descendant)
         if result.status not in (0, 1):
             raise GitError(f"cannot compare {ancestor[:7]} and {descendant[:7]}: {result.reason}")
         return result.ok
 
-    def count(self, include: str, exclude: str) -> int:
-        """How many commits `include` has that `exclude` lacks."""
-        return int(self.out("rev-list", "--count", include, f"^{exclude}").strip())
+    def left_right(self, left: str, right: str) -> tuple[int, int] | None:
+        """(commits only `left` has, commits only `right` has); None when either is not here."""
+        result = self.run("rev-list", "--left-right", "--count", f"{left}...{right}", "--")
+        if not result.ok:
+            return None
+        only_left, only_right = result.stdout.split()
+        return int(only_left), int(only_right)
 
     def commits(self, include: str, exclude: str, *, limit: int = 50) -> list[Commit]:
         """The newest `limit` commits `include` has that `exclude` lacks."""
-        text = self.out(
-            "log",
-            f"--max-count={limit}",
-            "--format=%H%x1f%h%x1f%s%x1f%an <%ae>%x1e",
-            include,
-            f"^{exclude}",
-        )
+        fmt = "--format=%H%x1f%h%x1f%s%x1f%an <%ae>%x1e"
+        text = self.out("log", f"--max-count={limit}", fmt, include, f"^{exclude}", "--")
         found = []
         for record in text.split("\x1e"):
             fields = record.strip("\n").split("\x1f")
@@ -117,18 +133,12 @@ class Repo:
 
     def changed_files(self, old: str, new: str) -> list[str]:
         """Paths whose content differs between two commits' trees."""
-        return [p for p in self.out("diff", "--name-only", "-z", "--no-renames", old, new).split("\0") if p]
-
-    def short(self, sha: str) -> str:
-        return self.out("rev-parse", "--short", sha).strip()
+        return [p for p in self.out("diff", "--name-only", "-z", "--no-renames", old, new, "--").split("\0") if p]
 
     def commit_date(self, sha: str) -> str:
-        return self.out("show", "-s", "--format=%cI", sha).strip()
+        return self.out("show", "-s", "--format=%cI", sha, "--").strip()
 
     # -- repository state ------------------------------------------------------
-
-    def is_shallow(self) -> bool:
-        return self.out("rev-parse", "--is-shallow-repository").strip() == "true"
 
     def current_branch(self) -> str | None:
         """The checked-out branch, or None when HEAD is detached."""
@@ -138,11 +148,18 @@ class Repo:
     def branches(self) -> list[str]:
         return self.out("for-each-ref", "--format=%(refname:short)", "refs/heads").split()
 
-    def remotes(self) -> list[str]:
-        return self.out("remote").split()
+    def remote_urls(self) -> dict[str, str]:
+        """Every remote with its URL (credentials redacted), in one git call."""
+        result = self.run("config", "--get-regexp", r"^remote\..*\.url$")
+        urls: dict[str, str] = {}
+        for line in result.stdout.splitlines():
+            key, _, url = line.partition(" ")
+            # Remote names may contain dots: strip exactly "remote." and ".url".
+            urls.setdefault(key[len("remote.") : -len(".url")], redact(url))
+        return urls
 
-    def remote_url(self, remote: str) -> str:
-        return redact(self.out("remote", "get-url", "--", remote).strip())
+    def remotes(self) -> list[str]:
+        return sorted(self.remote_urls())
 
     def is_clean(self) -> bool:
         """True when tracked files have no staged or unstaged change (untracked files are fine)."""
@@ -151,14 +168,7 @@ class Repo:
     # -- talking to mirrors ----------------------------------------------------
 
     def ls_remote(self, remote: str, branch: str, *, timeout: float) -> Outcome:
-        return self.run(
-            "ls-remote",
-            "--heads",
-            "--end-of-options",
-            remote,
-            f"refs/heads/{branch}",
-            timeout=timeout,
-        )
+        return self.run("ls-remote", "--heads", "--end-of-options", remote, f"refs/heads/{branch}", timeout=timeout)
 
     def fetch(self, remote: str, branch: str, dest: str, *, timeout: float) -> Outcome:
         """Fetch a mirror's branch into a private ref of ours (never a user's branch)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -43,9 +44,7 @@ class MirrorStatus:
             "head": self.head,
             "behind": self.behind,
             "discard": self.discard,
-            "discard_commits": [
-                {"sha": c.sha, "short": c.short, "subject": c.subject, "author": c.author} for c in self.discard_commits
-            ],
+            "discard_commits": [c.to_json() for c in self.discard_commits],
             "reason": self.reason,
         }
 
@@ -56,34 +55,33 @@ def private_ref(mirror: str, trunk: str) -> str:
 
 
 def read_head(repo: Repo, mirror: str, trunk: str, *, timeout: float) -> tuple[str | None, str | None]:
-    """The mirror's trunk sha with its objects present locally, or (None, why not).
+    """The sha of the mirror's trunk as the mirror reports it, or (None, why not).
 
     A None sha with a None reason means the mirror answered but has no such branch.
     """
     listing = repo.ls_remote(mirror, trunk, timeout=timeout)
     if not listing.ok:
         return None, listing.reason
-    wanted = f"refs/heads/{trunk}"
-    heads = [ln.split("\t")[0] for ln in listing.stdout.splitlines() if ln.endswith(f"\t{wanted}")]
-    if not heads:
-        return None, None
-    sha = heads[0]
-    if repo.has_commit(sha):
-        # Objects already here: the listing is all the fetch there is to do.
-        return sha, None
-    dest = private_ref(mirror, trunk)
-    fetched = repo.fetch(mirror, trunk, dest, timeout=timeout)
-    if not fetched.ok:
-        return None, f"fetch failed: {fetched.reason}"
-    return repo.resolve(dest), None
+    wanted = f"\trefs/heads/{trunk}"
+    heads = [ln.split("\t")[0] for ln in listing.stdout.splitlines() if ln.endswith(wanted)]
+    return (heads[0], None) if heads else (None, None)
 
 
-def compare(repo: Repo, name: str, url: str, head: str, candidate: str) -> MirrorStatus:
-    """Classify a mirror whose trunk is at `head`."""
+def compare(repo: Repo, name: str, url: str, trunk: str, head: str, candidate: str, *, timeout: float) -> MirrorStatus:
+    """Classify a mirror whose trunk is at `head`, fetching its commits first when they are not here."""
     if head == candidate:
         return MirrorStatus(name, url, UP_TO_DATE, head, behind=0, discard=0)
-    behind = repo.count(candidate, head)
-    if repo.is_ancestor(head, candidate):
+    counts = repo.left_right(candidate, head)
+    if counts is None:
+        fetched = repo.fetch(name, trunk, private_ref(name, trunk), timeout=timeout)
+        if not fetched.ok:
+            return MirrorStatus(name, url, UNREACHABLE, head, reason=f"fetch failed: {fetched.reason}")
+        head = repo.resolve(private_ref(name, trunk)) or head
+        counts = repo.left_right(candidate, head)
+        if counts is None:
+            return MirrorStatus(name, url, UNREACHABLE, head, reason=f"commit {head[:7]} missing after fetch")
+    behind, discard = counts
+    if discard == 0:
         return MirrorStatus(name, url, FAST_FORWARD, head, behind=behind, discard=0)
     return MirrorStatus(
         name,
@@ -91,33 +89,38 @@ def compare(repo: Repo, name: str, url: str, head: str, candidate: str) -> Mirro
         DIVERGED,
         head,
         behind=behind,
-        discard=repo.count(head, candidate),
+        discard=discard,
         discard_commits=tuple(repo.commits(head, candidate, limit=DISCARD_LISTED)),
     )
 
 
-def survey_one(repo: Repo, mirror: str, trunk: str, candidate: str, *, timeout: float) -> MirrorStatus:
-    url = repo.remote_url(mirror)
-    head, reason = read_head(repo, mirror, trunk, timeout=timeout)
-    if head is None:
-        if reason is None:
-            return MirrorStatus(mirror, url, MISSING, reason=f"no branch {trunk} on {mirror}")
-        return MirrorStatus(mirror, url, UNREACHABLE, reason=reason)
-    return compare(repo, mirror, url, head, candidate)
+def _unread(name: str, url: str, trunk: str, reason: str | None) -> MirrorStatus:
+    if reason is None:
+        return MirrorStatus(name, url, MISSING, reason=f"no branch {trunk} on {name}")
+    return MirrorStatus(name, url, UNREACHABLE, reason=reason)
 
 
 def survey(
     repo: Repo,
-    mirrors: tuple[str, ...],
+    urls: dict[str, str],
     trunk: str,
-    candidate: str,
+    candidate: Callable[[], str],
     *,
     timeout: float,
     concurrency: int,
-) -> tuple[MirrorStatus, ...]:
-    """Every mirror's status, read concurrently (bounded), returned in configuration order."""
-    if not mirrors:
-        return ()
-    with ThreadPoolExecutor(max_workers=min(concurrency, len(mirrors))) as pool:
-        futures = [pool.submit(survey_one, repo, m, trunk, candidate, timeout=timeout) for m in mirrors]
-        return tuple(f.result() for f in futures)
+) -> tuple[str, tuple[MirrorStatus, ...]]:
+    """(candidate sha, every mirror's status in configuration order); mirrors are read concurrently.
+
+    `candidate` is resolved while the mirrors are being listed, so the two overlap.
+    """
+    with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(urls)))) as pool:
+        listed = [pool.submit(read_head, repo, name, trunk, timeout=timeout) for name in urls]
+        sha = candidate()
+        compared = []
+        for name, future in zip(urls, listed, strict=True):
+            head, reason = future.result()
+            if head is None:
+                compared.append(pool.submit(_unread, name, urls[name], trunk, reason))
+            else:
+                compared.append(pool.submit(compare, repo, name, urls[name], trunk, head, sha, timeout=timeout))
+        return sha, tuple(f.result() for f in compared)

@@ -8,7 +8,6 @@ from promote.check import CheckResult
 from promote.drift import Drift
 from promote.findings import Finding
 from promote.merge import ADVANCED, MERGED, PARTIAL, WOULD_MERGE, MergeResult
-from promote.testrun import RunResult
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -92,23 +91,3 @@ def merge_record(r: MergeResult) -> str:
         return "\n".join([head, *lines, tail])
     head = f"{r.verdict}: nothing pushed"
     return "\n".join([check_report(r.check), "", head, *lines])
-
-
-def test_report(r: RunResult) -> str:
-    rows = []
-    for p in r.packages:
-        counts = [p.passed, p.failed, p.errors, p.skipped, p.blocked, p.crashed]
-        rows.append([p.name, *map(str, counts), f"{p.duration_s:.1f}s", p.station])
-    lines = [f"run {r.run_id}", ""]
-    lines += table(["PACKAGE", "PASSED", "FAILED", "ERRORS", "SKIPPED", "BLOCKED", "CRASHED", "TIME", "STATION"], rows)
-    for p in r.packages:
-        if p.subtests:
-            parts = ", ".join(f"{n} {k}" for k, n in sorted(p.subtests.items()))
-            lines.append(f"  {p.name} subtests: {parts}")
-    failing = [(p.name, t) for p in r.packages for t in p.tests if t.outcome in ("failed", "error")]
-    if failing:
-        lines += ["", "failed:"] + [f"  {name}: {t.nodeid} ({t.outcome})" for name, t in failing]
-    if r.findings:
-        lines += ["", "findings:", *findings_lines(r.findings)]
-    lines += ["", f"results: {r.out_dir}", "all green" if r.green else "not green"]
-    return "\n".join(lines)

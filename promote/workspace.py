@@ -17,6 +17,11 @@ class Workspace:
 
     repo: Repo
     config: Config
+    urls: dict[str, str]
+
+    def mirror_urls(self) -> dict[str, str]:
+        """The configured mirrors, in configuration order, with their (redacted) URLs."""
+        return {m: self.urls[m] for m in self.config.mirrors}
 
 
 def load_config(start: Path, config_path: Path | None = None) -> Config:
@@ -29,11 +34,12 @@ def open_workspace(start: Path, config_path: Path | None = None) -> Workspace:
     """Load the config for `start` (or `config_path`) and validate it against the repository."""
     config = load_config(start, config_path)
     repo = Repo(config.root)
-    if repo.is_shallow():
+    if repo.shallow:
         raise GitError(
             f"{repo.root} is a shallow clone: ancestry cannot be verified; run `git fetch --unshallow` first"
         )
-    remotes = repo.remotes()
+    urls = repo.remote_urls()
+    remotes = sorted(urls)
     key = f"{config.prefix}.mirrors"
     if not config.mirrors:
         if not remotes:
@@ -43,7 +49,7 @@ def open_workspace(start: Path, config_path: Path | None = None) -> Workspace:
         if mirror not in remotes:
             known = ", ".join(remotes) or "none"
             raise ConfigError(f"{config.path}: {key}: {mirror!r} is not a git remote of {repo.root} (remotes: {known})")
-    return Workspace(repo, config)
+    return Workspace(repo, config, urls)
 
 
 def resolve_candidate(ws: Workspace, candidate: str | None) -> tuple[str, str]:

@@ -98,7 +98,12 @@ def run_package(
     started = time.monotonic()
     with log.open("wb") as sink:
         proc = subprocess.Popen(
-            cmd, cwd=pkg.path, env=environment(pkg, python), stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            cmd,
+            cwd=pkg.path,
+            env=environment(pkg, python),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
         )
         last = -1
         while proc.poll() is None:

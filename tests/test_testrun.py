@@ -1,0 +1,132 @@
+"""`promote test` end to end: real pytest processes on packages written into tmp_path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.cli import run
+from tests.helpers.packages import write_config, write_package
+
+pytestmark = pytest.mark.slow
+
+MIXED = {
+    "test_mixed.py": """
+        import os
+        import unittest
+
+        def test_ok():
+            pass
+
+        def test_fails():
+            assert 1 == 2
+
+        def test_dies():
+            os._exit(1)
+
+        def test_after_the_crash():
+            pass
+
+        class Sub(unittest.TestCase):
+            def test_sub(self):
+                for i in range(3):
+                    with self.subTest(i=i):
+                        self.assertLess(i, 2)
+    """,
+}
+
+
+def run_test(root: Path, *args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    result = run(root, "test", "--json", *args)
+    return result.exit_code, json.loads(result.stdout)
+
+
+def package_of(report: dict, name: str) -> dict:  # type: ignore[type-arg]
+    return next(p for p in report["packages"] if p["name"] == name)
+
+
+def test_crash_is_named_and_the_rest_of_the_package_still_runs(tmp_path: Path) -> None:
+    write_package(tmp_path, "mixed", MIXED)
+    write_config(tmp_path, [{"name": "mixed", "path": "mixed"}])
+
+    code, report = run_test(tmp_path)
+
+    assert code == 1
+    pkg = package_of(report, "mixed")
+    assert (pkg["passed"], pkg["failed"], pkg["crashed"]) == (2, 2, 1)
+    assert pkg["subtests"].get("failed") == 1
+    crash = [f for f in report["findings"] if f["check"] == "worker-crash"]
+    assert [(f["subject"], f["cause"]) for f in crash] == [("test_mixed.py::test_dies",) * 2]
+    assert set(report) >= {"run", "packages", "findings"}
+    assert set(pkg) >= {"name", "passed", "failed", "errors", "skipped", "blocked", "crashed", "duration_s"}
+    run_dir = tmp_path / ".promote" / "runs" / report["run"]
+    assert (run_dir / "run.json").is_file()
+    assert (run_dir / "mixed" / "junit.xml").is_file()
+
+
+def test_serial_and_two_workers_give_the_same_pass_fail_set(tmp_path: Path) -> None:
+    files = {
+        f"test_m{i}.py": f"""
+            import pytest
+
+            @pytest.mark.parametrize("n", range(6))
+            def test_n(n):
+                assert n % {i + 2} != 1
+        """
+        for i in range(3)
+    }
+    write_package(tmp_path, "serial", files)
+    write_package(tmp_path, "parallel", files)
+    write_config(
+        tmp_path,
+        [{"name": "serial", "path": "serial", "workers": 1}, {"name": "parallel", "path": "parallel", "workers": 2}],
+    )
+
+    code, report = run_test(tmp_path)
+
+    assert code == 1
+    runs = tmp_path / ".promote" / "runs" / report["run"]
+
+    def outcomes(name: str) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for path in (runs / name).glob("results-*.json"):
+            found.update({t["nodeid"]: t["outcome"] for t in json.loads(path.read_text())["tests"]})
+        return found
+
+    serial, parallel = outcomes("serial"), outcomes("parallel")
+    assert len(serial) == 18
+    assert serial == parallel
+    workers = set()
+    for path in (runs / "parallel").glob("results-*.json"):
+        workers |= {t["worker"] for t in json.loads(path.read_text())["tests"]}
+    assert workers == {"gw0", "gw1"}
+    assert package_of(report, "serial")["failed"] == package_of(report, "parallel")["failed"] > 0
+
+
+def test_unknown_package_is_a_usage_error(tmp_path: Path) -> None:
+    write_package(tmp_path, "a", {"test_a.py": "def test(): pass\n"})
+    write_config(tmp_path, [{"name": "a", "path": "a"}])
+    result = run(tmp_path, "test", "--package", "b")
+    assert result.exit_code == 2
+    assert "--package 'b': no such package" in result.stderr
+
+
+def test_missing_package_directory_is_a_config_error(tmp_path: Path) -> None:
+    write_config(tmp_path, [{"name": "a", "path": "nowhere"}])
+    result = run(tmp_path, "test")
+    assert result.exit_code == 2
+    assert "path" in result.stderr and "is not a directory" in result.stderr
+
+
+def test_green_package_exits_zero_with_a_table(tmp_path: Path) -> None:
+    write_package(tmp_path, "a", {"test_a.py": "def test_one(): pass\ndef test_two(): pass\n"})
+    write_config(tmp_path, [{"name": "a", "path": "a"}])
+    result = run(tmp_path, "test")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    header = next(ln for ln in lines if ln.startswith("PACKAGE"))
+    row = lines[lines.index(header) + 1].split()
+    assert row[:7] == ["a", "2", "0", "0", "0", "0", "0"]
+    assert lines[-1] == "all green"
