@@ -79,16 +79,9 @@ def select(config: Config, name: str | None) -> tuple[PackageConfig, ...]:
 def run_one(pkg: PackageConfig, run_dir: Path, on_progress: ProgressCallback | None) -> PackageResult:
     out_dir = run_dir / pkg.name
     python = pkg.python or sys.executable
-    done = runner.run_package(pkg, out_dir, python=python, leaks=pkg.leaks, on_progress=on_progress)
+    parts = runner.run_package(pkg, out_dir, python=python, leaks=pkg.leaks, on_progress=on_progress)
     return summarize(
-        pkg.name,
-        pkg.path,
-        out_dir,
-        station=f"local ({local_platform()})",
-        status=done.status,
-        duration_s=done.duration_s,
-        log=done.log,
-        command=done.command,
+        pkg.name, pkg.path, out_dir, station=f"local ({local_platform()})", parts=parts, timeout_s=pkg.timeout_s
     )
 
 

@@ -1,8 +1,65 @@
-"""The promote pytest plugin (loaded through the `pytest11` entry point, or `-p promote.runners.plugin`)."""
+"""The promote pytest plugin (loaded through the `pytest11` entry point, or `-p promote.runners.plugin`).
+
+Inert unless `--promote-out DIR` is given: then each process that runs tests (the only process
+without xdist, each worker with it; never the xdist controller) writes `DIR/results-<worker>.json`
+at session end and appends to `DIR/progress-<worker>.jsonl` as each test starts and finishes.
+JUnit XML is pytest's own: pass `--junitxml=DIR/junit.xml` (under xdist the controller writes it).
+"""
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
+from pathlib import Path
+
 import pytest
+
+RECORDER = "promote-recorder"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("promote", "promote: record what ran, catch leaked state")
+    group.addoption(
+        "--promote-out",
+        metavar="DIR",
+        default=None,
+        help="record every test, leaked state and MLX stream misuse into DIR (off without it)",
+    )
+    group.addoption(
+        "--promote-leaks",
+        choices=("restore", "report", "off"),
+        default="restore",
+        help="global state a test leaves changed: restore it (default), only report it, or do not probe at all",
+    )
+    group.addoption(
+        "--promote-serial",
+        metavar="PATTERN",
+        action="append",
+        default=[],
+        help="run tests whose id matches PATTERN (fnmatch) in one worker, like the `serial` marker",
+    )
+    group.addoption(
+        "--promote-part",
+        choices=("all", "serial", "parallel"),
+        default="all",
+        help="run only the serial tests, only the others, or all (default)",
+    )
+    group.addoption(
+        "--promote-select",
+        metavar="FILE",
+        default=None,
+        help="run exactly the test ids listed in FILE (one per line), in that order",
+    )
+
+
+def worker_id(config: pytest.Config) -> str | None:
+    """This process's id: "gw0"... in an xdist worker, "main" without xdist, None in the controller."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return str(workerinput["workerid"])
+    # The controller only distributes tests; its workers record them.
+    if config.getoption("dist", default="no") != "no":
+        return None
+    return "main"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -11,3 +68,37 @@ def pytest_configure(config: pytest.Config) -> None:
         "requires(*resources, device=None, memory_gb=None): what a test needs from the station it runs on",
     )
     config.addinivalue_line("markers", "serial: run this test in a single worker, apart from the parallel ones")
+    out = config.getoption("promote_out", default=None)
+    worker = worker_id(config)
+    if out is None or worker is None:
+        return
+    # Imported here so that a run without --promote-out pays nothing for the plugin.
+    from promote.runners.recorder import Recorder
+
+    leaks = str(config.getoption("promote_leaks", default="restore"))
+    recorder = Recorder(config, Path(out).resolve(), worker, leaks)
+    config.pluginmanager.register(recorder, RECORDER)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    select = config.getoption("promote_select", default=None)
+    if select:
+        wanted = [line for line in Path(select).read_text(encoding="utf-8").splitlines() if line]
+        by_id = {item.nodeid: item for item in items}
+        chosen = [by_id[nodeid] for nodeid in wanted if nodeid in by_id]
+        kept = set(map(id, chosen))
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
+        items[:] = chosen
+    part = config.getoption("promote_part", default="all")
+    if part == "all":
+        return
+    patterns = config.getoption("promote_serial", default=[])
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        serial = item.get_closest_marker("serial") is not None or any(fnmatchcase(item.nodeid, p) for p in patterns)
+        (keep if serial == (part == "serial") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

@@ -1,8 +1,16 @@
-"""Run one test package as its own `python -m pytest` process, with the promote plugin loaded."""
+"""Run one test package as `python -m pytest` processes with the promote plugin loaded.
+
+A package with `workers > 1` runs as two processes side by side: its serial tests on one
+worker, the rest over `workers` pytest-xdist workers. (xdist's own `loadgroup` stalls when a
+worker dies, so the split is ours.) Workers are spawned by execnet, never forked, and a dead
+worker is replaced so the rest of the package still runs.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,6 +20,7 @@ from pathlib import Path
 
 import promote
 from promote.config import PackageConfig
+from promote.runners import progress
 
 # Loaded by module path, so the plugin works in a package's own virtualenv without promote installed.
 PLUGIN = "promote.runners.plugin"
@@ -22,44 +31,40 @@ ProgressCallback = Callable[[str, int], None]
 
 @dataclass(frozen=True)
 class ProcessOutcome:
-    """How the pytest process of one package ended."""
+    """How one pytest process of a package ended, and which tests it had to kill for running too long."""
 
+    part: str
+    out_dir: Path
     command: tuple[str, ...]
     status: int
     duration_s: float
     log: Path
+    timed_out: tuple[str, ...] = ()
 
 
-def _has_promote_entry_point(python: str) -> bool:
-    """True when `python` loads our plugin by itself (promote installed there)."""
-    if python == sys.executable:
-        return True
-    probe = (
-        "import importlib.metadata as m, sys; "
-        "sys.exit(0 if any(e.value == 'promote.runners.plugin' for e in m.entry_points(group='pytest11')) else 1)"
-    )
-    return subprocess.run([python, "-c", probe], capture_output=True).returncode == 0
-
-
-def command(pkg: PackageConfig, out_dir: Path, *, python: str, leaks: str, extra: tuple[str, ...] = ()) -> list[str]:
-    """The pytest command line for one package."""
-    cmd = [python, "-m", "pytest"]
-    if not _has_promote_entry_point(python):
-        cmd += ["-p", PLUGIN]
+def command(
+    pkg: PackageConfig, out_dir: Path, *, python: str, leaks: str, part: str, workers: int, extra: tuple[str, ...] = ()
+) -> list[str]:
+    """The pytest command line for one part ("all", "serial" or "parallel") of a package."""
+    # `no:promote` first: where promote is installed, its entry point would load the plugin a second time.
+    cmd = [python, "-m", "pytest", "-p", "no:promote", "-p", PLUGIN]
     cmd += [
         "--promote-out", str(out_dir),
         "--promote-leaks", leaks,
+        "--promote-part", part,
+        # Test ids relative to the package, whatever ini file pytest finds above it.
+        "--rootdir", str(pkg.path),
         "--junitxml", str(out_dir / "junit.xml"),
         "-o", "junit_family=xunit2",
         "-p", "no:cacheprovider",
         "-q",
-        # Worker processes are spawned by execnet (never forked), and a dead worker is replaced
-        # so the rest of the package still runs.
-        "-n", str(pkg.workers),
-        "--dist", "loadgroup",
+        "-n", str(workers),
+        "--dist", "load",
         "--max-worker-restart", "1000",
     ]  # fmt: skip
-    return cmd + list(extra)
+    for pattern in pkg.serial:
+        cmd += ["--promote-serial", pattern]
+    return cmd + list(pkg.args) + list(extra)
 
 
 def environment(pkg: PackageConfig, python: str) -> dict[str, str]:
@@ -71,15 +76,38 @@ def environment(pkg: PackageConfig, python: str) -> dict[str, str]:
     return env
 
 
-def count_finished(out_dir: Path) -> int:
-    """Tests finished so far, from the workers' progress logs (cheap: counts lines)."""
-    done = 0
-    for path in out_dir.glob("progress-*.jsonl"):
-        try:
-            done += path.read_text(encoding="utf-8").count('"event":"finish"')
-        except OSError:
-            continue
-    return done
+class _Watch:
+    """Follows one process's progress logs: counts finished tests, kills a worker stuck past the timeout."""
+
+    def __init__(self, out_dir: Path, timeout_s: float | None) -> None:
+        self.out_dir = out_dir
+        self.timeout_s = timeout_s
+        self.finished = 0
+        self.timed_out: list[str] = []
+
+    def poll(self) -> None:
+        finished = 0
+        for path in self.out_dir.glob("progress-*.jsonl"):
+            try:
+                events = progress.read_progress(path)
+            except OSError:
+                continue
+            finished += sum(1 for e in events if e.event == "finish")
+            self._enforce_timeout(events)
+        self.finished = finished
+
+    def _enforce_timeout(self, events: list[progress.ProgressEvent]) -> None:
+        if self.timeout_s is None or not events:
+            return
+        last = events[-1]
+        pid = next((e.pid for e in reversed(events) if e.event == "session"), None)
+        if last.event != "start" or pid is None or last.nodeid in self.timed_out:
+            return
+        if time.time() - last.t > self.timeout_s:
+            self.timed_out.append(str(last.nodeid))
+            # The worker dies mid-test; xdist replaces it and the test is named as unfinished.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def run_package(
@@ -90,27 +118,35 @@ def run_package(
     leaks: str,
     extra: tuple[str, ...] = (),
     on_progress: ProgressCallback | None = None,
-) -> ProcessOutcome:
+) -> list[ProcessOutcome]:
     """Run `pkg`'s tests to completion, reporting progress; never raises on test failures."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    cmd = command(pkg, out_dir, python=python, leaks=leaks, extra=extra)
-    log = out_dir / "pytest.log"
+    parts = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
+    env = environment(pkg, python)
+    running = []
     started = time.monotonic()
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=pkg.path,
-            env=environment(pkg, python),
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        last = -1
-        while proc.poll() is None:
-            time.sleep(POLL_S)
-            if on_progress is not None:
-                done = count_finished(out_dir)
-                if done != last:
-                    on_progress(pkg.name, done)
-                    last = done
-    return ProcessOutcome(tuple(cmd), proc.returncode, time.monotonic() - started, log)
+    for part, workers in parts:
+        part_dir = out_dir / part
+        part_dir.mkdir(parents=True, exist_ok=True)
+        cmd = command(pkg, part_dir, python=python, leaks=leaks, part=part, workers=workers, extra=extra)
+        log = part_dir / "pytest.log"
+        with log.open("wb") as sink:
+            proc = subprocess.Popen(
+                cmd, cwd=pkg.path, env=env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        running.append((part, part_dir, cmd, log, proc, _Watch(part_dir, pkg.timeout_s)))
+    ended: dict[str, float] = {}
+    last = -1
+    while len(ended) < len(running):
+        time.sleep(POLL_S)
+        for part, _, _, _, proc, watch in running:
+            watch.poll()
+            if part not in ended and proc.poll() is not None:
+                ended[part] = time.monotonic() - started
+        done = sum(w.finished for *_, w in running)
+        if on_progress is not None and done != last:
+            on_progress(pkg.name, done)
+            last = done
+    return [
+        ProcessOutcome(part, part_dir, tuple(cmd), int(proc.returncode), ended[part], log, tuple(watch.timed_out))
+        for part, part_dir, cmd, log, proc, watch in running
+    ]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from promote.findings import Finding
 from promote.runners import progress as progress_mod
-from promote.runners.records import TestRecord, WorkerResults, read_all_results
+from promote.runners.records import TestRecord, read_all_results
+from promote.runners.runner import ProcessOutcome
 
 COUNTED = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
@@ -94,56 +95,92 @@ def crashed_tests(out_dir: Path) -> list[tuple[str, str]]:
     return lost
 
 
-def crash_findings(lost: list[tuple[str, str]]) -> list[Finding]:
-    return [
-        Finding(
-            "worker-crash",
-            "error",
-            nodeid,
-            f"worker {worker} died while running {nodeid} (segfault, os._exit or a kill); "
-            "the rest of the package ran in a replacement worker",
-            cause=nodeid,
-        )
-        for nodeid, worker in lost
-    ]
+def recovered(out_dir: Path, workers_with_results: set[str]) -> tuple[list[TestRecord], list[Finding]]:
+    """Records and findings of workers that died before writing their results, from their progress logs."""
+    tests: list[TestRecord] = []
+    findings: list[Finding] = []
+    for path in sorted(out_dir.glob("progress-*.jsonl")):
+        if path.stem.removeprefix("progress-") in workers_with_results:
+            continue
+        for event in progress_mod.read_progress(path):
+            tests += [TestRecord.from_json(r) for r in event.records or ()]
+            findings += [Finding.from_json(f) for f in event.findings or ()]
+    return tests, findings
 
 
-def process_findings(name: str, status: int, workers: list[WorkerResults], log: Path) -> list[Finding]:
-    """A pytest that could not run the package at all (collection or usage error) says why."""
-    if status in (0, 1) or (status == 5 and not workers):
-        return []
-    lines = [ln.strip() for ln in log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+def crash_finding(nodeid: str, worker: str) -> Finding:
+    return Finding(
+        "worker-crash",
+        "error",
+        nodeid,
+        f"worker {worker} died while running {nodeid} (segfault, os._exit or a kill); "
+        "the rest of the package ran in a replacement worker",
+        cause=nodeid,
+    )
+
+
+def timeout_finding(nodeid: str, limit: float | None) -> Finding:
+    return Finding(
+        "timeout",
+        "error",
+        nodeid,
+        f"{nodeid} ran past timeout_s = {limit:g} s; its worker was killed and the test counted as failed",
+        cause=nodeid,
+    )
+
+
+def process_finding(name: str, done: ProcessOutcome, ran_tests: bool) -> Finding | None:
+    """A pytest that could not run its part of the package (collection or usage error) says why."""
+    if done.status in (0, 1) or (done.status == 5 and (done.part == "serial" or ran_tests)):
+        return None
+    if done.status == 5:
+        return Finding("package-error", "error", name, f"pytest collected no tests in this package (log: {done.log})")
+    text = done.log.read_text(encoding="utf-8", errors="replace") if done.log.exists() else ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     # The telling line is the last exception or error pytest printed, not its traceback frames.
     telling = [ln for ln in lines if "Error" in ln or ln.startswith(("E ", "ERROR", "error:"))]
     why = (telling or lines or ["no output"])[-1][:300]
-    return [Finding("package-error", "error", name, f"pytest exited with status {status}: {why} (log: {log})")]
+    return Finding("package-error", "error", name, f"pytest exited with status {done.status}: {why} (log: {done.log})")
 
 
 def summarize(
-    name: str, path: Path, out_dir: Path, *, station: str, status: int, duration_s: float, log: Path,
-    command: tuple[str, ...] = (),
-) -> PackageResult:  # fmt: skip
+    name: str, path: Path, out_dir: Path, *, station: str, parts: list[ProcessOutcome], timeout_s: float | None = None
+) -> PackageResult:
     """Read every worker's records for one package and count what ran."""
-    workers = read_all_results(out_dir)
-    finished = {t.nodeid for w in workers for t in w.tests}
-    lost = [(n, w) for n, w in crashed_tests(out_dir) if n not in finished]
-    tests = tuple(t for w in workers for t in w.tests)
-    # The crashed test is counted once, as crashed, whatever pytest-xdist reported for it.
-    counted = [t for t in tests if t.nodeid not in {n for n, _ in lost}]
-    findings = [f for w in workers for f in w.findings]
-    findings += crash_findings(lost) + process_findings(name, status, workers, log)
+    tests: list[TestRecord] = []
+    findings: list[Finding] = []
+    lost: list[tuple[str, str]] = []
+    timed_out: set[str] = set()
+    for done in parts:
+        workers = read_all_results(done.out_dir)
+        saved_tests, saved_findings = recovered(done.out_dir, {w.worker for w in workers})
+        part_tests = [t for w in workers for t in w.tests] + saved_tests
+        finished = {t.nodeid for t in part_tests}
+        timed_out |= set(done.timed_out)
+        lost += [(n, f"{done.part}/{w}") for n, w in crashed_tests(done.out_dir) if n not in finished]
+        tests += part_tests
+        findings += [f for w in workers for f in w.findings] + saved_findings
+    crashed = [(n, w) for n, w in lost if n not in timed_out]
+    findings += [crash_finding(n, w) for n, w in crashed]
+    findings += [timeout_finding(n, timeout_s) for n in sorted(timed_out)]
+    findings += [f for done in parts if (f := process_finding(name, done, bool(tests or lost))) is not None]
+    # A test that died or was killed is counted once, as crashed or failed, whatever xdist reported for it.
+    gone = {n for n, _ in lost}
+    counted = [t for t in tests if t.nodeid not in gone]
+    counts = Counter(t.outcome for t in counted if t.parent is None)
+    counts["failed"] += len(timed_out)
     return PackageResult(
         name=name,
         path=path,
         station=station,
-        exit_status=status,
-        duration_s=duration_s,
-        tests=tests,
-        crashed_tests=tuple(n for n, _ in lost),
+        exit_status=max(done.status for done in parts),
+        duration_s=max(done.duration_s for done in parts),
+        tests=tuple(tests),
+        crashed_tests=tuple(n for n, _ in crashed),
         findings=tuple(_unique(findings)),
         out_dir=out_dir,
-        command=command,
-        counts=dict(Counter(t.outcome for t in counted if t.parent is None)),
+        command=parts[0].command,
+        counts=dict(counts),
         subtests=dict(Counter(t.outcome for t in counted if t.parent is not None)),
     )
 
@@ -151,4 +188,9 @@ def summarize(
 def _unique(findings: list[Finding]) -> list[Finding]:
     # Each worker reports session-wide notes (e.g. MLX probes off) once; keep one of each.
     seen: set[Finding] = set()
-    return [f for f in findings if not (f in seen or seen.add(f))]  # type: ignore[func-returns-value]
+    unique = []
+    for f in findings:
+        if f not in seen:
+            seen.add(f)
+            unique.append(f)
+    return unique

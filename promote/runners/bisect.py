@@ -1,0 +1,115 @@
+"""Find the smallest set of earlier tests that makes a test fail: halve the prefix, then verify.
+
+The oracle runs `subset + [victim]` in a fresh process and says whether the victim failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+GENUINE = "genuine"
+ORDER_DEPENDENT = "order-dependent"
+FLAKY = "flaky"
+UNDECIDED = "undecided"
+
+
+class BudgetExhausted(Exception):
+    """The rerun budget ran out before the question was answered."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the reruns showed about one failing test."""
+
+    test: str
+    kind: str
+    polluters: tuple[str, ...] = ()
+    reruns: int = 0
+    detail: str = ""
+
+
+class Oracle:
+    """Counts and caches reruns, and stops at the budget."""
+
+    def __init__(self, victim: str, run: Callable[[Sequence[str]], bool], budget: int) -> None:
+        self.victim = victim
+        self._run = run
+        self.budget = budget
+        self.used = 0
+        self._seen: dict[tuple[str, ...], bool] = {}
+
+    def fails(self, prefix: Sequence[str]) -> bool:
+        key = tuple(prefix)
+        if key not in self._seen:
+            if self.used >= self.budget:
+                raise BudgetExhausted
+            self.used += 1
+            self._seen[key] = self._run(key)
+        return self._seen[key]
+
+    def fails_fresh(self, prefix: Sequence[str]) -> bool:
+        """A rerun that is not answered from the cache (to tell flaky from stable)."""
+        self._seen.pop(tuple(prefix), None)
+        return self.fails(prefix)
+
+
+def _in_order(subset: Sequence[str], order: dict[str, int]) -> list[str]:
+    return sorted(subset, key=order.__getitem__)
+
+
+def _minimize(oracle: Oracle, candidates: list[str], fixed: list[str], order: dict[str, int]) -> list[str]:
+    """Smallest part of `candidates` that, run with `fixed`, still makes the victim fail (ddmin by halves)."""
+    while len(candidates) > 1:
+        half = len(candidates) // 2
+        first, second = candidates[:half], candidates[half:]
+        if oracle.fails(_in_order(fixed + first, order)):
+            candidates = first
+        elif oracle.fails(_in_order(fixed + second, order)):
+            candidates = second
+        else:
+            # Neither half pollutes alone: something from each half is needed together.
+            first = _minimize(oracle, first, fixed + second, order)
+            second = _minimize(oracle, second, fixed + first, order)
+            return first + second
+    return candidates
+
+
+def _fast_halving(oracle: Oracle, candidates: list[str]) -> list[str]:
+    """One rerun per halving, assuming a single polluter (the common case); verified afterwards."""
+    while len(candidates) > 1:
+        half = len(candidates) // 2
+        first = candidates[:half]
+        candidates = first if oracle.fails(first) else candidates[half:]
+    return candidates
+
+
+def classify(victim: str, prefix: Sequence[str], run: Callable[[Sequence[str]], bool], *, budget: int) -> Verdict:
+    """Genuine, flaky or order-dependent (with the polluters), from reruns in fresh processes."""
+    oracle = Oracle(victim, run, budget)
+    order = {t: i for i, t in enumerate(prefix)}
+
+    def verdict(kind: str, polluters: Sequence[str] = (), detail: str = "") -> Verdict:
+        return Verdict(victim, kind, tuple(polluters), oracle.used, detail)
+
+    try:
+        # step 1: alone. Failing twice is a genuine failure; failing then passing is flaky.
+        if oracle.fails_fresh([]):
+            if oracle.fails_fresh([]):
+                return verdict(GENUINE, detail="fails when run alone")
+            return verdict(FLAKY, detail="failed, then passed, when run alone")
+        if not prefix:
+            return verdict(FLAKY, detail="failed in the run with no test before it; passes alone")
+        # step 2: one rerun per halving, as if one test pollutes; then see it happen afresh.
+        suspect = _fast_halving(oracle, list(prefix))
+        if oracle.fails_fresh(suspect):
+            return verdict(ORDER_DEPENDENT, suspect)
+        # step 3: no single polluter reproduced: does the whole prefix still do it? then ddmin.
+        if not oracle.fails(list(prefix)):
+            return verdict(FLAKY, detail="failed in the run; passes alone and after the same tests")
+        found = _in_order(_minimize(oracle, list(prefix), [], order), order)
+        if oracle.fails_fresh(found):
+            return verdict(ORDER_DEPENDENT, found)
+        return verdict(FLAKY, detail="the failure did not reproduce consistently")
+    except BudgetExhausted:
+        return verdict(UNDECIDED, detail=f"the rerun budget ({budget}) ran out before an answer")

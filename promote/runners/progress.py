@@ -1,0 +1,111 @@
+"""The per-worker progress log: one JSON line as each test starts and finishes, flushed at once.
+
+It is what survives a worker that dies (segfault, `os._exit`, a kill after a timeout): the
+last `start` line without a matching `finish` names the test that was running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from promote.runners.records import progress_path
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """One line: `session` (worker up), `start`, `finish` (with outcome) or `end` (clean exit)."""
+
+    event: str
+    worker: str
+    t: float
+    nodeid: str | None = None
+    index: int | None = None
+    outcome: str | None = None
+    pid: int | None = None
+    records: list[dict[str, Any]] | None = None
+    findings: list[dict[str, Any]] | None = None
+
+
+class ProgressLog:
+    """Appends events for one worker; the file is opened once and flushed after every line."""
+
+    def __init__(self, out_dir: Path, worker: str) -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.worker = worker
+        # Line buffering pushes each line to the OS as it is written, so it outlives the process.
+        self._file: IO[str] | None = open(  # noqa: SIM115 - held for the whole session
+            progress_path(out_dir, worker), "a", buffering=1, encoding="utf-8"
+        )
+        self._write({"event": "session", "pid": os.getpid()})
+
+    def _write(self, fields: dict[str, Any]) -> None:
+        if self._file is None:
+            return
+        line = {"worker": self.worker, "t": round(time.time(), 6), **fields}
+        self._file.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+    def start(self, nodeid: str, index: int) -> None:
+        """A test's protocol (setup, call, teardown) begins."""
+        self._write({"event": "start", "nodeid": nodeid, "index": index})
+
+    def finish(
+        self,
+        nodeid: str,
+        index: int,
+        outcome: str,
+        records: list[dict[str, Any]] | None = None,
+        findings: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """A test's protocol ended with `outcome`; its records and new findings survive a later crash."""
+        line: dict[str, Any] = {"event": "finish", "nodeid": nodeid, "index": index, "outcome": outcome}
+        if records:
+            line["records"] = records
+        if findings:
+            line["findings"] = findings
+        self._write(line)
+
+    def close(self) -> None:
+        """Write the clean-exit line and close the file."""
+        if self._file is not None:
+            self._write({"event": "end"})
+            self._file.close()
+            self._file = None
+
+
+def read_progress(path: Path) -> list[ProgressEvent]:
+    """Read a progress log, skipping a last line cut short by a dying process."""
+    events = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            known = {k: d.get(k) for k in ProgressEvent.__dataclass_fields__ if k in d}
+            events.append(ProgressEvent(**known))
+    return events
+
+
+def unfinished(events: list[ProgressEvent]) -> list[str]:
+    """Tests that started and never finished: each one was running when its process died."""
+    lost: list[str] = []
+    running: str | None = None
+    for e in events:
+        if e.event == "start":
+            running = e.nodeid
+        elif e.event == "finish":
+            running = None
+        elif e.event == "session" and running is not None:
+            # A new process appending to the same log (a replaced worker): the old one died.
+            lost.append(running)
+            running = None
+        elif e.event == "end":
+            running = None
+    if running is not None:
+        lost.append(running)
+    return lost

@@ -1,0 +1,70 @@
+"""The bisection algorithm, against deterministic oracles (the end-to-end runs live in test_order.py)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from promote.runners.bisect import FLAKY, GENUINE, ORDER_DEPENDENT, UNDECIDED, classify
+
+TESTS = [f"t{i:03d}" for i in range(200)]
+
+
+def polluted_by(*polluters: str):  # type: ignore[no-untyped-def]
+    calls: list[tuple[str, ...]] = []
+
+    def run(prefix: Sequence[str]) -> bool:
+        calls.append(tuple(prefix))
+        return all(p in prefix for p in polluters)
+
+    return run, calls
+
+
+def test_single_polluter_found_within_log2_plus_two_reruns() -> None:
+    run, calls = polluted_by("t037")
+    verdict = classify("t180", TESTS[:180], run, budget=50)
+    assert verdict.kind == ORDER_DEPENDENT
+    assert verdict.polluters == ("t037",)
+    assert verdict.reruns == len(calls) <= math.ceil(math.log2(200)) + 2
+
+
+def test_every_position_of_a_single_polluter_is_found() -> None:
+    for i in range(0, 180, 7):
+        run, _ = polluted_by(TESTS[i])
+        assert classify("t180", TESTS[:180], run, budget=50).polluters == (TESTS[i],)
+
+
+def test_two_tests_needed_together_are_both_named_in_run_order() -> None:
+    run, calls = polluted_by("t150", "t012")
+    verdict = classify("t180", TESTS[:180], run, budget=100)
+    assert verdict.kind == ORDER_DEPENDENT
+    assert verdict.polluters == ("t012", "t150")
+    # Every rerun kept the original order of the tests it ran.
+    assert all(list(c) == sorted(c) for c in calls)
+
+
+def test_genuine_failure_fails_alone_twice() -> None:
+    verdict = classify("t180", TESTS[:180], lambda prefix: True, budget=50)
+    assert (verdict.kind, verdict.reruns, verdict.polluters) == (GENUINE, 2, ())
+
+
+def test_flaky_alone() -> None:
+    outcomes = iter([True, False])
+    verdict = classify("t180", TESTS[:180], lambda prefix: next(outcomes), budget=50)
+    assert verdict.kind == FLAKY
+
+
+def test_flaky_that_does_not_reproduce_after_the_suspect() -> None:
+    count = iter(range(100))
+    # Fails on the 1st and 3rd rerun only: no stable polluter exists.
+    verdict = classify("t003", TESTS[:3], lambda prefix: next(count) in (1,), budget=50)
+    assert verdict.kind == FLAKY
+
+
+def test_budget_cut_short_is_undecided_never_a_pass() -> None:
+    run, calls = polluted_by("t037")
+    verdict = classify("t180", TESTS[:180], run, budget=4)
+    assert verdict.kind == UNDECIDED
+    assert verdict.polluters == ()
+    assert len(calls) == 4
+    assert "budget" in verdict.detail

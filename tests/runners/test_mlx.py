@@ -1,0 +1,193 @@
+"""Real MLX (CPU): stream provenance across threads, and leaked MLX state named at its cause."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.runners.support import record
+
+pytest_plugins = ["pytester"]
+mx = pytest.importorskip("mlx.core")
+
+SHARED_STREAM = """
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import mlx.core as mx
+    import pytest
+
+    @pytest.fixture(scope="session")
+    def made_on_a_helper():
+        box = {}
+        maker = threading.Thread(target=lambda: box.update(s=mx.new_stream(mx.cpu)), name="stream-maker")
+        maker.start()
+        maker.join()
+        return box["s"]
+
+    @pytest.fixture(scope="session")
+    def made_on_main():
+        return mx.new_stream(mx.cpu)
+
+    def test_first_user(made_on_a_helper, made_on_main):
+        pass
+
+    def test_unrelated():
+        pass
+
+    def test_uses_helper_stream(made_on_a_helper):
+        mx.eval(mx.add(mx.array(1), mx.array(2), stream=made_on_a_helper))
+
+    def test_uses_main_stream_from_a_pool(made_on_main):
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(lambda: mx.eval(mx.ones(2, stream=made_on_main))).result()
+"""
+
+
+def test_cross_thread_stream_names_the_test_whose_fixture_made_the_stream(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_streams=SHARED_STREAM)
+
+    rec = record(pytester, subprocess=True)
+
+    rec.run.assert_outcomes(passed=2, failed=2)
+    found = {f.subject: f for f in rec.findings("cross-thread-stream")}
+    assert set(found) == {
+        "test_streams.py::test_uses_helper_stream",
+        "test_streams.py::test_uses_main_stream_from_a_pool",
+    }
+    assert {f.cause for f in found.values()} == {"test_streams.py::test_first_user"}
+    helper = found["test_streams.py::test_uses_helper_stream"].message
+    assert "Stream(cpu, 1)" in helper
+    assert "fixture 'made_on_a_helper' during setup of test_streams.py::test_first_user" in helper
+    assert "thread 'stream-maker'" in helper and "had already exited" in helper
+    pooled = found["test_streams.py::test_uses_main_stream_from_a_pool"].message
+    assert "thread 'MainThread'" in pooled and "was still running" in pooled
+    streams = {s.index: s for s in rec.results[0].streams}
+    assert (streams[1].thread_name, streams[1].fixture, streams[1].phase) == (
+        "stream-maker",
+        "made_on_a_helper",
+        "setup",
+    )
+
+
+COMPILE = """
+    import mlx.core as mx
+
+    def test_a_turns_compile_off():
+        mx.disable_compile()
+
+    def test_b():
+        pass
+
+    def test_c():
+        pass
+
+    def test_d():
+        pass
+
+    def test_e():
+        pass
+
+    def test_f():
+        pass
+
+    def test_g_compile_is_on():
+        traces = []
+
+        def double(x):
+            traces.append(1)
+            return x * 2
+
+        fn = mx.compile(double)
+        for _ in range(3):
+            mx.eval(fn(mx.array([1.0])))
+        assert len(traces) == 1
+"""
+
+
+@pytest.mark.parametrize(("policy", "later"), [("restore", "passed"), ("report", "failed")])
+def test_disabled_compile_six_tests_earlier_is_named_as_the_cause(
+    pytester: pytest.Pytester, policy: str, later: str
+) -> None:
+    pytester.makepyfile(test_compile=COMPILE)
+
+    rec = record(pytester, "--promote-leaks", policy, subprocess=True)
+
+    tests = rec.tests()
+    assert (
+        tests["test_compile.py::test_g_compile_is_on"].index - tests["test_compile.py::test_a_turns_compile_off"].index
+        == 6
+    )
+    assert rec.outcomes()["test_compile.py::test_g_compile_is_on"] == later
+    [leak] = rec.findings("leaked-state")
+    assert (leak.subject, leak.cause) == ("test_compile.py::test_a_turns_compile_off",) * 2
+    assert "mlx.compile_enabled: True -> False" in leak.message
+
+
+def test_default_stream_random_state_and_cache_limit_are_restored(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_state="""
+        import mlx.core as mx
+
+        def test_changes_everything():
+            mx.set_default_stream(mx.new_stream(mx.cpu))
+            mx.random.seed(7)
+            mx.set_cache_limit(1234)
+
+        def test_sees_it_back():
+            assert repr(mx.default_stream(mx.cpu)) == "Stream(Device(cpu, 0), 0)"
+            assert mx.random.state[0].tolist() != mx.random.key(7).tolist()
+            previous = mx.set_cache_limit(1234)
+            mx.set_cache_limit(previous)
+            assert previous != 1234
+        """
+    )
+
+    rec = record(pytester, subprocess=True)
+
+    rec.run.assert_outcomes(passed=2)
+    [leak] = rec.findings("leaked-state")
+    assert leak.subject == "test_state.py::test_changes_everything"
+    assert "mlx.default_stream[cpu]: Stream(Device(cpu, 0), 0) -> Stream(Device(cpu, 0), 1)" in leak.message
+    assert "mlx.random.state: key[" in leak.message and "-> key[0, 7]" in leak.message
+    assert "mlx.memory[cache_limit]:" in leak.message and "-> 1234" in leak.message
+
+
+def test_without_mlx_the_mlx_probes_decline_once_and_the_rest_still_run(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("import sys\nsys.modules['mlx'] = None  # as if mlx were not installed\n")
+    pytester.makepyfile(
+        test_plain="""
+        import os
+
+        def test_leaks():
+            os.environ["SANCTUM_MLX_DFLASH2"] = "0"
+
+        def test_other():
+            pass
+        """
+    )
+
+    rec = record(pytester, subprocess=True)
+
+    rec.run.assert_outcomes(passed=2)
+    found = rec.findings("leaked-state")
+    assert [(f.severity, f.subject) for f in found] == [("info", "mlx"), ("warning", "test_plain.py::test_leaks")]
+    assert "MLX probes are off: mlx is not importable here" in found[0].message
+    assert rec.results[0].mlx is None and rec.results[0].streams == ()
+
+
+def test_mlx_functions_are_put_back_when_the_session_ends(pytester: pytest.Pytester) -> None:
+    originals = (mx.new_stream, mx.set_cache_limit, mx.set_wired_limit, mx.enable_compile, mx.disable_compile)
+    pytester.makepyfile(
+        test_wrapped="""
+        import mlx.core as mx
+
+        def test_wrapped():
+            assert mx.new_stream.__wrapped__ is not None
+            assert mx.disable_compile.__wrapped__ is not None
+        """
+    )
+
+    rec = record(pytester)
+
+    rec.run.assert_outcomes(passed=1)
+    assert (mx.new_stream, mx.set_cache_limit, mx.set_wired_limit, mx.enable_compile, mx.disable_compile) == originals

@@ -1,0 +1,209 @@
+"""Leaked process state: found, named at its cause, restored or only reported, secrets hidden."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+from tests.runners.support import out_dir, record
+
+pytest_plugins = ["pytester"]
+
+KILL_SWITCH = """
+    import os
+
+    def test_turns_it_off():
+        os.environ["SANCTUM_MLX_DFLASH2"] = "0"
+
+    def test_unrelated():
+        pass
+
+    def test_needs_it_on():
+        assert os.environ.get("SANCTUM_MLX_DFLASH2") != "0"
+"""
+
+
+@pytest.fixture
+def guarded_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process runs share os.environ with this process: put back what they leave."""
+    for name in ("SANCTUM_MLX_DFLASH2", "API_TOKEN", "DB_PASSWORD", "PROMOTE_SESSION_MODE"):
+        monkeypatch.setenv(name, "placeholder")
+        monkeypatch.delenv(name)
+
+
+@pytest.mark.usefixtures("guarded_env")
+def test_restore_names_the_leaking_test_and_the_later_test_passes(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_switch=KILL_SWITCH)
+
+    rec = record(pytester, "--promote-leaks", "restore")
+
+    rec.run.assert_outcomes(passed=3)
+    [leak] = rec.findings("leaked-state")
+    assert (leak.subject, leak.cause) == ("test_switch.py::test_turns_it_off",) * 2
+    assert leak.severity == "warning"
+    assert "os.environ[SANCTUM_MLX_DFLASH2]: <unset> -> '0'" in leak.message
+    assert "(restored)" in leak.message
+
+
+@pytest.mark.usefixtures("guarded_env")
+def test_report_leaves_the_leak_so_the_later_test_fails_but_names_the_cause(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_switch=KILL_SWITCH)
+
+    rec = record(pytester, "--promote-leaks", "report")
+
+    assert rec.outcomes()["test_switch.py::test_needs_it_on"] == "failed"
+    [leak] = rec.findings("leaked-state")
+    assert (leak.subject, leak.cause, leak.severity) == (
+        "test_switch.py::test_turns_it_off",
+        "test_switch.py::test_turns_it_off",
+        "error",
+    )
+    assert "leaks = report" in leak.message
+
+
+@pytest.mark.usefixtures("guarded_env")
+def test_values_of_secret_looking_variables_are_redacted(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_secret="""
+        import os
+
+        def test_logs_in():
+            os.environ["API_TOKEN"] = "tok-4f9a-very-secret"
+            os.environ["DB_PASSWORD"] = "hunter2"
+        """
+    )
+
+    rec = record(pytester)
+
+    [leak] = rec.findings("leaked-state")
+    assert "os.environ[API_TOKEN]: <unset> -> ***" in leak.message
+    assert "os.environ[DB_PASSWORD]: <unset> -> ***" in leak.message
+    written = "".join(p.read_text() for p in out_dir(pytester).iterdir())
+    assert "tok-4f9a" not in written and "hunter2" not in written
+
+
+@pytest.mark.usefixtures("guarded_env")
+def test_state_set_up_by_a_session_fixture_is_not_a_leak(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_session="""
+        import os
+        import pytest
+
+        @pytest.fixture(scope="session", autouse=True)
+        def mode():
+            os.environ["PROMOTE_SESSION_MODE"] = "fast"
+            yield
+            del os.environ["PROMOTE_SESSION_MODE"]
+
+        def test_first():
+            pass
+
+        def test_second():
+            assert os.environ["PROMOTE_SESSION_MODE"] == "fast"
+        """
+    )
+
+    rec = record(pytester)
+
+    rec.run.assert_outcomes(passed=2)
+    assert rec.findings("leaked-state") == []
+
+
+def test_process_probes_cover_cwd_path_threads_and_logging(pytester: pytest.Pytester) -> None:
+    pytester.mkdir("elsewhere")
+    pytester.makepyfile(
+        test_messy="""
+        import logging
+        import os
+        import sys
+        import threading
+
+        stop = threading.Event()
+
+        def test_messes_up():
+            os.chdir("elsewhere")
+            sys.path.append("/nowhere")
+            logging.getLogger().addHandler(logging.NullHandler())
+            threading.Thread(target=stop.wait, name="forgotten", daemon=True).start()
+
+        def test_after():
+            assert not os.getcwd().endswith("elsewhere")
+            assert "/nowhere" not in sys.path
+            stop.set()
+        """
+    )
+
+    rec = record(pytester, subprocess=True)
+
+    rec.run.assert_outcomes(passed=2)
+    [leak] = rec.findings("leaked-state")
+    assert leak.subject == "test_messy.py::test_messes_up"
+    for key in ("cwd:", "sys.path:", "logging[root.handlers]:", "threads[forgotten]:"):
+        assert key in leak.message
+    # A running thread cannot be put back: the rest is, and the finding says which is which.
+    assert "could not restore threads" in leak.message
+    assert leak.severity == "error"
+
+
+def test_leaks_off_probes_nothing(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SANCTUM_MLX_DFLASH2", "1")
+    pytester.makepyfile(test_switch=KILL_SWITCH)
+
+    rec = record(pytester, "--promote-leaks", "off")
+
+    assert rec.findings("leaked-state") == []
+    assert rec.outcomes()["test_switch.py::test_needs_it_on"] == "failed"
+    assert [r.probe_us_per_test for r in rec.results] == [None]
+
+
+@pytest.mark.usefixtures("guarded_env")
+def test_probe_cost_per_test_is_measured(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_switch=KILL_SWITCH)
+
+    rec = record(pytester)
+
+    [cost] = [r.probe_us_per_test for r in rec.results]
+    assert cost is not None and 0 < cost < 100_000
+
+
+def test_projects_add_probes_through_the_entry_point_group(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = pytester.mkdir("site")
+    (site / "counterprobe.py").write_text(
+        textwrap.dedent(
+            """
+            from promote.runners.probes import Probe
+
+            LEVEL = [1]
+
+            def probes():
+                return [Probe("counter.level", lambda: LEVEL[0], lambda v: LEVEL.__setitem__(0, v))]
+            """
+        )
+    )
+    dist = site / "counterprobe-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: counterprobe\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[promote.probes]\ncounter = counterprobe:probes\n")
+    pytester.makepyfile(
+        test_counter="""
+        import counterprobe
+
+        def test_raises_level():
+            counterprobe.LEVEL[0] = 5
+
+        def test_level_back():
+            assert counterprobe.LEVEL[0] == 1
+        """
+    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+
+    rec = record(pytester, subprocess=True)
+
+    rec.run.assert_outcomes(passed=2)
+    [leak] = rec.findings("leaked-state")
+    assert leak.subject == "test_counter.py::test_raises_level"
+    assert "counter.level: 1 -> 5" in leak.message
