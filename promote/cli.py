@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,10 +18,12 @@ from promote.errors import (
     EXIT_PARTIAL,
     EXIT_UNDECIDED,
     EXIT_USAGE,
+    UsageError,
     error_handler,
 )
 
 if TYPE_CHECKING:
+    from promote.config import Config
     from promote.workspace import Workspace
 
 # Verdicts to exit codes, the contract in one table.
@@ -31,6 +34,15 @@ EXIT_CODES = {
     "blocked": EXIT_BLOCKED,
     "undecided": EXIT_UNDECIDED,
     "partial": EXIT_PARTIAL,
+}
+
+# `promote bisect`: a problem found exits 1, nothing to find 0, no answer 3.
+BISECT_EXIT = {
+    "order-dependent": EXIT_BLOCKED,
+    "genuine": EXIT_BLOCKED,
+    "flaky": EXIT_BLOCKED,
+    "not-reproduced": EXIT_OK,
+    "undecided": EXIT_UNDECIDED,
 }
 
 candidate_option = click.option(
@@ -59,6 +71,28 @@ class PromoteGroup(click.Group):
             except click.exceptions.Exit as e:
                 sys.exit(e.exit_code)
         sys.exit(EXIT_OK)
+
+
+class LiveProgress:
+    """Tests done / total per package: one live line on a terminal, a line per finished package otherwise."""
+
+    def __init__(self, *, live: bool) -> None:
+        self.live = live
+        self.state: dict[str, tuple[int, int]] = {}
+        self.lock = threading.Lock()
+
+    def update(self, name: str, done: int, total: int, finished: bool) -> None:
+        with self.lock:
+            self.state[name] = (done, total)
+            if self.live:
+                line = "  ".join(f"{n} {d}/{t or '?'}" for n, (d, t) in self.state.items())
+                click.echo(f"\r\x1b[2K{line}", err=True, nl=False)
+            elif finished:
+                click.echo(f"{name}: {done}/{total} tests finished", err=True)
+
+    def close(self) -> None:
+        if self.live and self.state:
+            click.echo("", err=True)
 
 
 class Context:
@@ -148,16 +182,51 @@ def test_command(obj: Context, package: str | None, as_json: bool) -> None:
     from promote.testrun import run_tests
     from promote.workspace import load_config
 
-    live = sys.stderr.isatty() and not as_json
-
-    def progress(name: str, done: int) -> None:
-        click.echo(f"\r{name}: {done} tests done", err=True, nl=False)
-
-    result = run_tests(load_config(obj.directory, obj.config), package=package, on_progress=progress if live else None)
-    if live:
-        click.echo("", err=True)
+    progress = LiveProgress(live=sys.stderr.isatty())
+    result = run_tests(load_config(obj.directory, obj.config), package=package, on_progress=progress.update)
+    progress.close()
     emit(result.to_json(), run_report(result), as_json=as_json)
     sys.exit(EXIT_OK if result.green else EXIT_BLOCKED)
+
+
+@cli.command("bisect")
+@click.argument("test_id")
+@click.option("--package", "package", metavar="NAME", default=None, help="The package the test belongs to.")
+@json_option
+@click.pass_obj
+def bisect_command(obj: Context, test_id: str, package: str | None, as_json: bool) -> None:
+    """Find which earlier test makes TEST_ID fail: rerun it alone, then bisect what ran before it."""
+    from promote.order import bisect_by_hand
+    from promote.testrun import last_run_dir, select
+
+    config = load_config_of(obj)
+    chosen = select(config, package)
+    if len(chosen) > 1:
+        names = ", ".join(p.name for p in chosen)
+        raise UsageError(f"{test_id}: which package? pass --package NAME (packages: {names})")
+    pkg = chosen[0]
+    verdict, finding, invocations = bisect_by_hand(config, pkg, test_id, last_run=last_run_dir(config, pkg.name))
+    data = {
+        "test": verdict.test,
+        "package": pkg.name,
+        "verdict": verdict.kind,
+        "polluters": list(verdict.polluters),
+        "reruns": verdict.reruns,
+        "invocations": invocations,
+        "detail": verdict.detail,
+        "finding": finding.to_json() if finding else None,
+    }
+    cause = f": caused by {', '.join(verdict.polluters)}" if verdict.polluters else ""
+    detail = f" ({verdict.detail})" if verdict.detail else ""
+    text = f"{test_id}: {verdict.kind}{cause}{detail}; {verdict.reruns} reruns, {invocations} pytest runs"
+    emit(data, text, as_json=as_json)
+    sys.exit(BISECT_EXIT[verdict.kind])
+
+
+def load_config_of(obj: Context) -> Config:
+    from promote.workspace import load_config
+
+    return load_config(obj.directory, obj.config)
 
 
 def main() -> None:

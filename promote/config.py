@@ -79,6 +79,7 @@ class Config:
     test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
     mirror_timeout_s: float = 30.0
     fetch_concurrency: int = 8
+    max_reruns: int = 50
     packages: tuple[PackageConfig, ...] = ()
     stations: tuple[StationConfig, ...] = ()
     ci: CIConfig = field(default_factory=CIConfig)
@@ -152,6 +153,10 @@ def _is_str_table(v: object) -> bool:
     return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
 
 
+def _is_count(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
 def _is_pos_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 1
 
@@ -215,7 +220,7 @@ class _Parser:
             raw,
             p,
             {"trunk", "mirrors", "deployed", "test_paths", "mirror_timeout_s", "fetch_concurrency",
-             "packages", "stations", "ci", "docs"},
+             "max_reruns", "packages", "stations", "ci", "docs"},
         )  # fmt: skip
         trunk = self.required(tbl, "trunk", p, "a branch name")
         mirrors = self.get(tbl, "mirrors", p, _is_str_list, "a list of git remote names", [])
@@ -242,6 +247,7 @@ class _Parser:
                 self.get(tbl, "mirror_timeout_s", p, _is_pos_number, "a number of seconds > 0", 30.0)
             ),
             fetch_concurrency=self.get(tbl, "fetch_concurrency", p, _is_pos_int, "an integer >= 1", 8),
+            max_reruns=self.get(tbl, "max_reruns", p, _is_count, "an integer >= 0", 50),
             packages=self.packages(tbl.get("packages", []), {s.name for s in stations}),
             stations=stations,
             ci=self.ci(tbl["ci"]) if "ci" in tbl else CIConfig(),

@@ -8,7 +8,6 @@ import platform
 import secrets
 import sys
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -18,10 +17,10 @@ from promote import journal
 from promote.config import Config, PackageConfig
 from promote.errors import ConfigError, UsageError
 from promote.findings import Finding
+from promote.order import Budget, investigate
 from promote.runners import runner
+from promote.runners.runner import ProgressCallback
 from promote.runners.summary import PackageResult, summarize
-
-ProgressCallback = Callable[[str, int], None]
 
 
 @dataclass(frozen=True)
@@ -76,6 +75,15 @@ def select(config: Config, name: str | None) -> tuple[PackageConfig, ...]:
     return chosen
 
 
+def last_run_dir(config: Config, package: str) -> Path | None:
+    """The newest stored run of `package`, if any (run ids sort by time)."""
+    runs = config.root / ".promote" / "runs"
+    if not runs.is_dir():
+        return None
+    found = sorted(d / package for d in runs.iterdir() if (d / package).is_dir())
+    return found[-1] if found else None
+
+
 def run_one(pkg: PackageConfig, run_dir: Path, on_progress: ProgressCallback | None) -> PackageResult:
     out_dir = run_dir / pkg.name
     python = pkg.python or sys.executable
@@ -95,6 +103,9 @@ def run_tests(config: Config, *, package: str | None = None, on_progress: Progre
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, min(len(chosen), os.cpu_count() or 1))) as pool:
         results = tuple(pool.map(lambda p: run_one(p, run_dir, on_progress), chosen))
+    # Then the cause of each failure: reruns alone and bisection, one package after another (shared budget).
+    budget = Budget(config.max_reruns)
+    results = tuple(investigate(p, r, budget) for p, r in zip(chosen, results, strict=True))
     result = RunResult(
         run_id=run_id,
         started=started,

@@ -12,9 +12,14 @@ GENUINE = "genuine"
 ORDER_DEPENDENT = "order-dependent"
 FLAKY = "flaky"
 UNDECIDED = "undecided"
+NOT_REPRODUCED = "not-reproduced"
 
 
-class BudgetExhausted(Exception):
+class CannotTell(Exception):
+    """A rerun could not say whether the test failed."""
+
+
+class BudgetExhausted(CannotTell):
     """The rerun budget ran out before the question was answered."""
 
 
@@ -84,8 +89,14 @@ def _fast_halving(oracle: Oracle, candidates: list[str]) -> list[str]:
     return candidates
 
 
-def classify(victim: str, prefix: Sequence[str], run: Callable[[Sequence[str]], bool], *, budget: int) -> Verdict:
-    """Genuine, flaky or order-dependent (with the polluters), from reruns in fresh processes."""
+def classify(
+    victim: str, prefix: Sequence[str], run: Callable[[Sequence[str]], bool], *, budget: int, observed: bool = True
+) -> Verdict:
+    """Genuine, flaky or order-dependent (with the polluters), from reruns in fresh processes.
+
+    `observed` says the victim was seen failing after the whole `prefix` already (in the run
+    being investigated); when it was not, that is rerun first.
+    """
     oracle = Oracle(victim, run, budget)
     order = {t: i for i, t in enumerate(prefix)}
 
@@ -100,6 +111,8 @@ def classify(victim: str, prefix: Sequence[str], run: Callable[[Sequence[str]], 
             return verdict(FLAKY, detail="failed, then passed, when run alone")
         if not prefix:
             return verdict(FLAKY, detail="failed in the run with no test before it; passes alone")
+        if not observed and not oracle.fails(list(prefix)):
+            return verdict(NOT_REPRODUCED, detail="passes alone and after the tests that ran before it")
         # step 2: one rerun per halving, as if one test pollutes; then see it happen afresh.
         suspect = _fast_halving(oracle, list(prefix))
         if oracle.fails_fresh(suspect):
@@ -113,3 +126,5 @@ def classify(victim: str, prefix: Sequence[str], run: Callable[[Sequence[str]], 
         return verdict(FLAKY, detail="the failure did not reproduce consistently")
     except BudgetExhausted:
         return verdict(UNDECIDED, detail=f"the rerun budget ({budget}) ran out before an answer")
+    except CannotTell as e:
+        return verdict(UNDECIDED, detail=str(e))

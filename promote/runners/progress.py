@@ -28,6 +28,7 @@ class ProgressEvent:
     outcome: str | None = None
     pid: int | None = None
     records: list[dict[str, Any]] | None = None
+    count: int | None = None
     findings: list[dict[str, Any]] | None = None
 
 
@@ -48,6 +49,10 @@ class ProgressLog:
             return
         line = {"worker": self.worker, "t": round(time.time(), 6), **fields}
         self._file.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+    def collected(self, count: int) -> None:
+        """How many tests this process will run (for progress displays)."""
+        self._write({"event": "collected", "count": count})
 
     def start(self, nodeid: str, index: int) -> None:
         """A test's protocol (setup, call, teardown) begins."""

@@ -88,6 +88,10 @@ class Recorder:
     def _whereabouts(self) -> tuple[str | None, str, str | None]:
         return self.where, self.phase, self.fixtures[-1] if self.fixtures else None
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.progress.collected(len(session.items))
+
     def pytest_collectstart(self, collector: pytest.Collector) -> None:
         self.where, self.phase = collector.nodeid, "collection"
 

@@ -26,7 +26,8 @@ from promote.runners import progress
 PLUGIN = "promote.runners.plugin"
 POLL_S = 0.25
 
-ProgressCallback = Callable[[str, int], None]
+# (package, tests finished, tests collected, whether the package has ended)
+ProgressCallback = Callable[[str, int, int, bool], None]
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class _Watch:
         self.out_dir = out_dir
         self.timeout_s = timeout_s
         self.finished = 0
+        self.total = 0
         self.timed_out: list[str] = []
 
     def poll(self) -> None:
@@ -93,6 +95,8 @@ class _Watch:
             except OSError:
                 continue
             finished += sum(1 for e in events if e.event == "finish")
+            # Every xdist worker collects the whole part, so any one count is the part's total.
+            self.total = max([self.total, *(e.count or 0 for e in events if e.event == "collected")])
             self._enforce_timeout(events)
         self.finished = finished
 
@@ -144,8 +148,10 @@ def run_package(
                 ended[part] = time.monotonic() - started
         done = sum(w.finished for *_, w in running)
         if on_progress is not None and done != last:
-            on_progress(pkg.name, done)
+            on_progress(pkg.name, done, sum(w.total for *_, w in running), False)
             last = done
+    if on_progress is not None:
+        on_progress(pkg.name, sum(w.finished for *_, w in running), sum(w.total for *_, w in running), True)
     return [
         ProcessOutcome(part, part_dir, tuple(cmd), int(proc.returncode), ended[part], log, tuple(watch.timed_out))
         for part, part_dir, cmd, log, proc, watch in running

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from promote.findings import Finding
 from promote.runners import progress as progress_mod
+from promote.runners.bisect import Verdict
 from promote.runners.records import TestRecord, read_all_results
 from promote.runners.runner import ProcessOutcome
 
@@ -30,6 +31,7 @@ class PackageResult:
     command: tuple[str, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)
     subtests: dict[str, int] = field(default_factory=dict)
+    verdicts: tuple[Verdict, ...] = ()
 
     @property
     def passed(self) -> int:
@@ -83,6 +85,16 @@ class PackageResult:
             "duration_s": round(self.duration_s, 3),
             "exit_status": self.exit_status,
             "results": str(self.out_dir),
+            "reruns": [
+                {
+                    "test": v.test,
+                    "verdict": v.kind,
+                    "polluters": list(v.polluters),
+                    "reruns": v.reruns,
+                    "detail": v.detail,
+                }
+                for v in self.verdicts
+            ],
         }
 
 

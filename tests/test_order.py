@@ -1,0 +1,131 @@
+"""Order-dependent failures named at their cause: reruns alone and bisection with real pytest processes."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.cli import run
+from tests.helpers.packages import write_config, write_package
+
+pytestmark = pytest.mark.slow
+
+N = 200
+
+
+def suite(polluters: dict[int, str], victims: dict[int, str], n: int = N) -> dict[str, str]:
+    """`n` tests, test_000 onwards, in collection order, 20 to a file, with chosen bodies."""
+    files = {"polluted.py": "STATE = {}\n"}
+    for f in range(math.ceil(n / 20)):
+        lines = ["import polluted", ""]
+        for i in range(f * 20, min(n, f * 20 + 20)):
+            body = polluters.get(i) or victims.get(i) or "pass"
+            lines += [f"def test_{i:03d}():", f"    {body}", ""]
+        files[f"test_{f:02d}.py"] = "\n".join(lines)
+    return files
+
+
+def node_id(i: int) -> str:
+    return f"test_{i // 20:02d}.py::test_{i:03d}"
+
+
+def promote_test(root: Path) -> tuple[int, dict]:  # type: ignore[type-arg]
+    result = run(root, "test", "--json")
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_polluter_37_is_named_as_the_cause_of_180_within_ten_reruns(tmp_path: Path) -> None:
+    write_package(
+        tmp_path,
+        "pkg",
+        suite({37: "polluted.STATE['mode'] = 'draft'"}, {180: "assert polluted.STATE.get('mode') is None"}),
+    )
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    code, report = promote_test(tmp_path)
+
+    assert code == 1
+    found = [f for f in report["findings"] if f["check"] == "order-dependent"]
+    assert [(f["subject"], f["cause"], f["severity"]) for f in found] == [(node_id(180), node_id(37), "error")]
+    [verdict] = report["packages"][0]["reruns"]
+    assert verdict["verdict"] == "order-dependent"
+    assert verdict["reruns"] <= math.ceil(math.log2(N)) + 2
+    # Every rerun is a real pytest process with its own directory.
+    reruns = list((tmp_path / ".promote" / "runs" / report["run"] / "pkg" / "reruns").glob("rerun-*"))
+    assert len(reruns) == verdict["reruns"]
+
+
+def test_two_tests_needed_together(tmp_path: Path) -> None:
+    write_package(
+        tmp_path,
+        "pkg",
+        suite(
+            {3: "polluted.STATE['a'] = 1", 31: "polluted.STATE['b'] = 1"},
+            {36: "assert not ('a' in polluted.STATE and 'b' in polluted.STATE)"},
+            n=40,
+        ),
+    )
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    code, report = promote_test(tmp_path)
+
+    assert code == 1
+    found = [f for f in report["findings"] if f["check"] == "order-dependent"]
+    assert [(f["subject"], f["cause"]) for f in found] == [(node_id(36), f"{node_id(3)}, {node_id(31)}")]
+
+
+def test_genuine_failure_and_flaky_test_are_told_apart(tmp_path: Path) -> None:
+    counter = tmp_path / "runs-of-the-flaky-test"
+    flaky = (
+        f"import pathlib; p = pathlib.Path({str(counter)!r}); n = int(p.read_text()) + 1 if p.exists() else 1; "
+        "p.write_text(str(n)); assert n not in (1, 3)"
+    )
+    write_package(tmp_path, "pkg", suite({}, {10: "assert 1 == 2", 30: flaky}, n=40))
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    code, report = promote_test(tmp_path)
+
+    assert code == 1
+    verdicts = {v["test"]: v["verdict"] for v in report["packages"][0]["reruns"]}
+    assert verdicts == {node_id(10): "genuine", node_id(30): "flaky"}
+    checks = {(f["check"], f["subject"]) for f in report["findings"]}
+    assert ("flaky", node_id(30)) in checks
+    assert not any(f["check"] == "order-dependent" for f in report["findings"])
+
+
+def test_budget_cut_short_is_undecided(tmp_path: Path) -> None:
+    write_package(
+        tmp_path,
+        "pkg",
+        suite({7: "polluted.STATE['mode'] = 'draft'"}, {30: "assert polluted.STATE.get('mode') is None"}, n=40),
+    )
+    (tmp_path / "promote.toml").write_text(
+        '[promote]\ntrunk = "main"\nmax_reruns = 3\n[[promote.packages]]\nname = "pkg"\npath = "pkg"\n'
+    )
+
+    code, report = promote_test(tmp_path)
+
+    assert code == 1
+    [verdict] = report["packages"][0]["reruns"]
+    assert (verdict["verdict"], verdict["reruns"], verdict["polluters"]) == ("undecided", 3, [])
+    assert [f["check"] for f in report["findings"]] == ["rerun-undecided"]
+
+
+def test_bisect_by_hand_from_collection_order(tmp_path: Path) -> None:
+    write_package(
+        tmp_path,
+        "pkg",
+        suite({37: "polluted.STATE['mode'] = 'draft'"}, {180: "assert polluted.STATE.get('mode') is None"}),
+    )
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    result = run(tmp_path, "bisect", node_id(180), "--json")
+
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert (report["verdict"], report["polluters"]) == ("order-dependent", [node_id(37)])
+    # One collection, then: alone, the whole prefix, 8 halvings, a fresh check of the suspect.
+    assert report["invocations"] <= math.ceil(math.log2(N)) + 4
