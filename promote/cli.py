@@ -45,6 +45,9 @@ BISECT_EXIT = {
     "undecided": EXIT_UNDECIDED,
 }
 
+# `promote audit`: every gate passes 0, a gate fails 1, a gate undecided 3.
+AUDIT_EXIT = {"pass": EXIT_OK, "fail": EXIT_BLOCKED, "undecided": EXIT_UNDECIDED}
+
 candidate_option = click.option(
     "--candidate",
     metavar="REF",
@@ -178,13 +181,16 @@ def merge(obj: Context, candidate: str | None, dry_run: bool, as_json: bool) -> 
 @click.pass_obj
 def test_command(obj: Context, package: str | None, as_json: bool) -> None:
     """Run the test packages with isolation; record what ran and what leaked."""
+    from promote.store import record_test_run
     from promote.testreport import run_report
     from promote.testrun import run_tests
     from promote.workspace import load_config
 
     progress = LiveProgress(live=sys.stderr.isatty())
-    result = run_tests(load_config(obj.directory, obj.config), package=package, on_progress=progress.update)
+    config = load_config(obj.directory, obj.config)
+    result = run_tests(config, package=package, on_progress=progress.update)
     progress.close()
+    record_test_run(config, result, command_line())
     emit(result.to_json(), run_report(result), as_json=as_json)
     sys.exit(EXIT_OK if result.green else EXIT_BLOCKED)
 
@@ -221,6 +227,43 @@ def bisect_command(obj: Context, test_id: str, package: str | None, as_json: boo
     text = f"{test_id}: {verdict.kind}{cause}{detail}; {verdict.reruns} reruns, {invocations} pytest runs"
     emit(data, text, as_json=as_json)
     sys.exit(BISECT_EXIT[verdict.kind])
+
+
+@cli.command()
+@click.option("--publish", is_flag=True, help="Commit the Markdown page into the docs repository.")
+@click.option("--push", is_flag=True, help="With --publish: push that commit (never forced).")
+@json_option
+@click.pass_obj
+def audit(obj: Context, publish: bool, push: bool, as_json: bool) -> None:
+    """Check, test, run every check, decide the four gates, and write the evidence pages."""
+    from promote.audit import audit as run_audit
+    from promote.auditreport import audit_report
+
+    if push and not publish:
+        raise UsageError("--push only makes sense with --publish")
+    progress = LiveProgress(live=sys.stderr.isatty())
+    result = run_audit(obj.workspace(), command=command_line(), publish=publish, push=push, on_progress=progress.update)
+    progress.close()
+    emit(result.to_json(), audit_report(result), as_json=as_json)
+    sys.exit(AUDIT_EXIT[result.verdict])
+
+
+@cli.command()
+@click.argument("run_id", required=False)
+@click.option("--limit", default=10, show_default=True, help="How many recent runs to list.")
+@json_option
+@click.pass_obj
+def history(obj: Context, run_id: str | None, limit: int, as_json: bool) -> None:
+    """List recent runs with what changed, or show one run."""
+    from promote.historyreport import show_history
+
+    data, text = show_history(load_config_of(obj), run_id, limit=limit)
+    emit(data, text, as_json=as_json)
+
+
+def command_line() -> str:
+    """How promote was invoked, for provenance (arguments only: nothing from the environment)."""
+    return " ".join(["promote", *sys.argv[1:]])
 
 
 def load_config_of(obj: Context) -> Config:

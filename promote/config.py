@@ -65,6 +65,8 @@ class DocsConfig:
     pages: tuple[str, ...] = ("docs/**/*.md",)
     features: tuple[str, ...] = ()
     feature_pattern: str | None = None
+    # Where `promote audit --publish` writes the page, inside the docs repository.
+    page: str = "docs/evidence/{date}-{commit}.md"
 
 
 @dataclass(frozen=True)
@@ -346,10 +348,18 @@ class _Parser:
 
     def docs(self, raw: object) -> DocsConfig:
         where = f"{self.prefix}.docs"
-        tbl = self.table(raw, where, {"repo", "pages", "features", "feature_pattern"})
+        tbl = self.table(raw, where, {"repo", "pages", "features", "feature_pattern", "page"})
         return DocsConfig(
             repo=(self.path.parent / self.required(tbl, "repo", where, "a path to the docs repository")).resolve(),
             pages=tuple(self.get(tbl, "pages", where, _is_str_list, "a list of glob patterns", ["docs/**/*.md"])),
             features=tuple(self.get(tbl, "features", where, _is_str_list, "a list of feature names", [])),
             feature_pattern=self.get(tbl, "feature_pattern", where, _is_str, "a regular expression", None),
+            page=self.get(
+                tbl,
+                "page",
+                where,
+                _is_str,
+                "a path pattern with {date}, {commit}, {run}",
+                "docs/evidence/{date}-{commit}.md",
+            ),
         )

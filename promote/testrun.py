@@ -99,7 +99,7 @@ def run_tests(config: Config, *, package: str | None = None, on_progress: Progre
     run_id = new_run_id()
     run_dir = journal.state_dir(config.root) / "runs" / run_id
     run_dir.mkdir(parents=True)
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(timezone.utc).isoformat(timespec="microseconds")
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, min(len(chosen), os.cpu_count() or 1))) as pool:
         results = tuple(pool.map(lambda p: run_one(p, run_dir, on_progress), chosen))
@@ -109,7 +109,7 @@ def run_tests(config: Config, *, package: str | None = None, on_progress: Progre
     result = RunResult(
         run_id=run_id,
         started=started,
-        finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        finished=datetime.now(timezone.utc).isoformat(timespec="microseconds"),
         packages=results,
         out_dir=run_dir,
     )

@@ -1,0 +1,67 @@
+"""Render the evidence document as Markdown and as a standalone HTML page, with hostile text made inert."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+# Everything Markdown (or the HTML an mkdocs site lets through) could read as markup.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+
+
+def md_escape(value: object) -> str:
+    """Text safe to place anywhere in a Markdown page, table cells included: no markup survives."""
+    if value is None:
+        return ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    text = " ".join(str(value).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _environment(*, html: bool) -> Environment:
+    if html:
+        env = Environment(
+            loader=PackageLoader("promote", "templates"),
+            autoescape=True,
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+    else:
+        # `finalize` runs on every {{ expression }}: nothing from a test name or message reaches the page raw.
+        env = Environment(
+            loader=PackageLoader("promote", "templates"),
+            autoescape=False,
+            finalize=md_escape,
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+    env.filters["status_mark"] = lambda s: {"pass": "PASS", "fail": "FAIL"}.get(str(s), "UNDECIDED")
+    return env
+
+
+def chart(history: list[dict[str, Any]], *, width: int = 640, height: int = 160) -> dict[str, Any]:
+    """Polyline points (numbers only) for passed / failed / blocked over the last runs."""
+    series = ("passed", "failed", "blocked")
+    top = max([1, *(int(h.get(s, 0)) for h in history for s in series)])
+    step = width / max(1, len(history) - 1)
+    lines = {}
+    for s in series:
+        points = [
+            f"{round(i * step, 1)},{round(height - int(h.get(s, 0)) * height / top, 1)}" for i, h in enumerate(history)
+        ]
+        lines[s] = " ".join(points)
+    return {"width": width, "height": height, "top": top, "lines": lines, "runs": len(history)}
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    return _environment(html=False).get_template("evidence.md.j2").render(doc=doc)
+
+
+def html(doc: dict[str, Any]) -> str:
+    return _environment(html=True).get_template("evidence.html.j2").render(doc=doc, chart=chart(doc["history"]))

@@ -1,0 +1,47 @@
+"""Store a `promote test` run in the history, like an audit's."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from promote import journal
+from promote.config import Config
+from promote.git import run_git
+from promote.history import History, StoredRun, TestOutcome
+from promote.testrun import RunResult
+
+
+def outcomes_of(run: RunResult | None) -> tuple[TestOutcome, ...]:
+    """Each top-level test's fate in the run, as the history keeps it."""
+    if run is None:
+        return ()
+    found = []
+    for p in run.packages:
+        blocked = set(getattr(p, "blocked_tests", ()))
+        for t in p.tests:
+            if t.parent is None:
+                outcome = "blocked" if t.nodeid in blocked else t.outcome
+                found.append(TestOutcome(p.name, t.nodeid, outcome, t.duration_s, p.station))
+        found += [TestOutcome(p.name, n, "crashed", 0.0, p.station) for n in p.crashed_tests]
+    return tuple(found)
+
+
+def record_test_run(config: Config, run: RunResult, command: str) -> None:
+    head = run_git(config.root, "rev-parse", "--verify", "--quiet", "HEAD")
+    history = History(journal.state_dir(config.root))
+    try:
+        history.record(
+            StoredRun(
+                run_id=run.run_id,
+                kind="test",
+                started=run.started,
+                finished=run.finished or datetime.now(timezone.utc).isoformat(),
+                commit=head.stdout.strip() if head.ok else None,
+                command=command,
+                stations={p.name: p.station for p in run.packages},
+                tests=outcomes_of(run),
+                findings=run.findings,
+            )
+        )
+    finally:
+        history.close()

@@ -1,0 +1,108 @@
+"""The evidence pages: hostile test names and messages stay inert; the JSON validates against its schema."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import jsonschema
+
+from promote import evidence, render_pages
+from promote.check import CheckResult
+from promote.deltas import Deltas
+from promote.findings import Finding
+from promote.gates import Gate
+from promote.mirrors import MirrorStatus
+
+EVIL_TEST = "tests/test_x.py::test_<script>alert(1)</script>"
+EVIL_MESSAGE = "**bold** [click](javascript:alert(1)) <img src=x onerror=alert(2)> | cell | `code` # heading"
+
+
+def hostile_doc() -> dict:  # type: ignore[type-arg]
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    check = CheckResult(
+        verdict="promotable",
+        candidate=sha,
+        candidate_ref="main",
+        trunk="main",
+        mirrors=(MirrorStatus("origin", "/srv/o.git", "up-to-date", sha, 0, 0),),
+        drift=None,
+        findings=(),
+    )
+    finding = Finding("order-dependent", "error", EVIL_TEST, EVIL_MESSAGE, cause="tests/test_y.py::test_<b>x</b>")
+    gates = {
+        "tested": Gate("fail", (f"failed: {EVIL_TEST}",)),
+        "docs": Gate("pass", ("1 feature, documented",)),
+        "merged": Gate("pass", ("all 1 mirrors agree",)),
+        "deployed": Gate("undecided", ("no deployed ref configured",)),
+    }
+    return evidence.document(
+        run_id="r1",
+        check=check,
+        run=None,
+        deltas=Deltas("r0", 1, 2),
+        gates=gates,
+        findings=[finding],
+        last_merge=None,
+        history=[
+            {"run": "r0", "started": "s", "passed": 1, "failed": 1, "blocked": 0},
+            {"run": "r1", "started": "t", "passed": 2, "failed": 1, "blocked": 3},
+        ],
+        provenance={"command": "promote audit", "started": "s", "finished": "t"},
+    )
+
+
+class Elements(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.attrs: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attrs += [name for name, _ in attrs]
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_html_page_renders_hostile_text_as_text(tmp_path: Path) -> None:
+    page = render_pages.html(hostile_doc())
+    parsed = Elements()
+    parsed.feed(page)
+    assert "script" not in parsed.tags
+    assert "img" not in parsed.tags and "b" not in parsed.tags
+    assert not any(a.startswith("on") for a in parsed.attrs)
+    text = "".join(parsed.text)
+    assert "test_<script>alert(1)</script>" in text, "the name is shown, as text"
+    assert "<img src=x onerror=alert(2)>" in text
+    assert "svg" in parsed.tags and "polyline" in parsed.tags
+
+
+def test_markdown_page_escapes_markup_and_table_pipes() -> None:
+    page = render_pages.markdown(hostile_doc())
+    assert "<script>" not in page and "<img" not in page and "<b>" not in page
+    assert "&lt;script&gt;alert\\(1\\)&lt;/script&gt;" in page
+    assert "\\*\\*bold\\*\\*" in page
+    assert "\\[click\\]\\(javascript:alert\\(1\\)\\)" in page
+    finding_row = next(line for line in page.splitlines() if line.startswith("| error |"))
+    # Four cells (five unescaped pipes): the pipes in the message are escaped, not cell separators.
+    assert len(re.findall(r"(?<!\\)\|", finding_row)) == 5
+    assert page.splitlines()[0] == "# Promotion evidence: 0123456 on main"
+
+
+def test_evidence_json_validates_against_the_shipped_schema(tmp_path: Path) -> None:
+    doc = hostile_doc()
+    jsonschema.validate(doc, evidence.schema())
+    pages = evidence.write(doc, tmp_path, {})
+    jsonschema.validate(json.loads(pages.json.read_text()), evidence.schema())
+    broken = {**doc, "verdict": "maybe"}
+    try:
+        jsonschema.validate(broken, evidence.schema())
+    except jsonschema.ValidationError as e:
+        assert "maybe" in e.message
+    else:
+        raise AssertionError("a wrong verdict must not validate")
