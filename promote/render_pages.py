@@ -23,24 +23,16 @@ def md_escape(value: object) -> str:
 
 
 def _environment(*, html: bool) -> Environment:
-    if html:
-        env = Environment(
-            loader=PackageLoader("promote", "templates"),
-            autoescape=True,
-            undefined=StrictUndefined,
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
-    else:
-        # `finalize` runs on every {{ expression }}: nothing from a test name or message reaches the page raw.
-        env = Environment(
-            loader=PackageLoader("promote", "templates"),
-            autoescape=False,
-            finalize=md_escape,
-            undefined=StrictUndefined,
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
+    # Markdown: `finalize` runs on every {{ expression }}, so nothing from a test name or message reaches
+    # the page raw. HTML: Jinja2's own autoescaping.
+    escaping: dict[str, Any] = {"autoescape": True} if html else {"autoescape": False, "finalize": md_escape}
+    env = Environment(
+        loader=PackageLoader("promote", "templates"),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        **escaping,
+    )
     env.filters["status_mark"] = lambda s: {"pass": "PASS", "fail": "FAIL"}.get(str(s), "UNDECIDED")
     return env
 
