@@ -35,5 +35,5 @@ def bench(session: nox.Session) -> None:
     """Run every benchmark in benchmarks/ (arms interleaved) and print the figures."""
     # A regular (not editable) install, as users have: the editable finder adds start-up time.
     session.install(".")
-    for script in sorted(session.posargs or ["benchmarks/bench_check.py"]):
+    for script in sorted(session.posargs or ["benchmarks/bench_check.py", "benchmarks/bench_test.py"]):
         session.run("python", script)

@@ -75,6 +75,14 @@ def git(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
     return run(["git", *args], cwd, stdin=stdin)
 
 
+def pycache_env() -> dict[str, str]:
+    """Let a benchmark's Python processes cache bytecode under .work/, as installed packages do."""
+    # With PYTHONDONTWRITEBYTECODE set (as in some sandboxes) every run would recompile an
+    # editable install's modules and pytest's rewritten test modules, a cost no user pays.
+    # The prefix keeps the caches out of the source tree and the generated fixtures.
+    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(WORK_DIR / "pycache")}
+
+
 def cache_key(params: Mapping[str, Any]) -> str:
     """A short stable name for a fixture built from `params`."""
     blob = json.dumps(dict(params), sort_keys=True).encode()
@@ -129,6 +137,8 @@ class Timings:
     arms: tuple[str, str]
     seconds: dict[str, list[float]] = field(default_factory=dict)
     first: list[str] = field(default_factory=list)
+    # CPU seconds (user + system) of each run's whole process tree, where the platform reports it.
+    cpu_seconds: dict[str, list[float]] = field(default_factory=dict)
 
     def median(self, arm: str) -> float:
         return statistics.median(self.seconds[arm])
@@ -141,14 +151,37 @@ class Timings:
     def median_ratio(self) -> float:
         return statistics.median(self.ratios())
 
+    def cpu_ratios(self) -> list[float]:
+        """Per-round CPU-time ratio A/B: the work each arm did, which other load on the machine barely moves."""
+        a, b = self.arms
+        return [x / y for x, y in zip(self.cpu_seconds[a], self.cpu_seconds[b], strict=True)]
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of every waited-for descendant so far (0 on Windows, which has no rusage)."""
+    if sys.platform == "win32":
+        return 0.0
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
 
 def time_arm(arm: Arm) -> float:
     """Run one arm once as a subprocess and return its wall time; fail loudly if it failed."""
+    return measure_arm(arm)[0]
+
+
+def measure_arm(arm: Arm) -> tuple[float, float]:
+    """Run one arm once as a subprocess; return its wall time and CPU time; fail loudly if it failed."""
     argv = list(arm.argv)
     env = {**bench_env(), **arm.env}
+    cpu_before = children_cpu()
     started = time.perf_counter()
     result = subprocess.run(argv, cwd=arm.cwd, capture_output=True, env=env, check=False)
     elapsed = time.perf_counter() - started
+    # Descendants count once reaped by their parent (pytest reaps its xdist workers, promote its pytests).
+    cpu = children_cpu() - cpu_before
     out = result.stdout.decode(errors="replace")
     if result.returncode not in arm.ok_exit:
         err = result.stderr.decode(errors="replace").strip()
@@ -157,7 +190,7 @@ def time_arm(arm: Arm) -> float:
             f"{sorted(arm.ok_exit)}): {' '.join(argv)}\nstdout:\n{out}\nstderr:\n{err}"
         )
     arm.verify(out)
-    return elapsed
+    return elapsed, cpu
 
 
 def interleave(a: Arm, b: Arm, rounds: int, *, warmup: int = 1) -> Timings:
@@ -166,17 +199,32 @@ def interleave(a: Arm, b: Arm, rounds: int, *, warmup: int = 1) -> Timings:
         # Warm the page cache, the interpreter's .pyc files and git's own files for both arms.
         time_arm(a)
         time_arm(b)
-    timings = Timings(arms=(a.name, b.name), seconds={a.name: [], b.name: []})
+    timings = Timings(arms=(a.name, b.name), seconds={a.name: [], b.name: []}, cpu_seconds={a.name: [], b.name: []})
     for i in range(rounds):
         # Alternating the order cancels a systematic "second runner benefits from the first" bias.
         order = (a, b) if i % 2 == 0 else (b, a)
         timings.first.append(order[0].name)
         for arm in order:
-            timings.seconds[arm.name].append(time_arm(arm))
+            wall, cpu = measure_arm(arm)
+            timings.seconds[arm.name].append(wall)
+            timings.cpu_seconds[arm.name].append(cpu)
         # Listed in the order they ran this round.
         ran = ", ".join(f"{arm.name} {timings.seconds[arm.name][-1]:.3f}s" for arm in order)
         print(f"  round {i + 1}/{rounds}: {ran}", flush=True)
     return timings
+
+
+def arm_rows(timings: Timings) -> list[list[str]]:
+    """Rows of median, min and max seconds per arm, for `format_table`."""
+    return [
+        [
+            name,
+            f"{timings.median(name):.3f}",
+            f"{min(timings.seconds[name]):.3f}",
+            f"{max(timings.seconds[name]):.3f}",
+        ]
+        for name in timings.arms
+    ]
 
 
 def machine_info() -> dict[str, Any]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from promote import drift as drift_mod
 from promote import mirrors as mirrors_mod
-from promote.drift import Drift
+from promote.drift import Drift, DriftUndecided
 from promote.findings import Finding
 from promote.mirrors import MirrorStatus
 from promote.workspace import Workspace, resolve_candidate
@@ -25,7 +25,7 @@ class CheckResult:
     candidate_ref: str
     trunk: str
     mirrors: tuple[MirrorStatus, ...]
-    drift: Drift | None
+    drift: Drift | DriftUndecided | None
     findings: tuple[Finding, ...]
 
     def to_json(self) -> dict[str, object]:
@@ -60,8 +60,8 @@ def mirror_findings(statuses: tuple[MirrorStatus, ...], trunk: str) -> list[Find
     return found
 
 
-def drift_findings(d: Drift | None, trunk: str) -> list[Finding]:
-    if d is None:
+def drift_findings(d: Drift | DriftUndecided | None, trunk: str) -> list[Finding]:
+    if d is None or isinstance(d, DriftUndecided):
         return []
     if d.trunk_behind:
         listed = f"{d.trunk_behind} commit(s) on {d.ref} ({d.sha[:7]}) are not in the candidate"
@@ -86,11 +86,13 @@ def drift_findings(d: Drift | None, trunk: str) -> list[Finding]:
     return []
 
 
-def verdict_of(statuses: tuple[MirrorStatus, ...], findings: list[Finding]) -> str:
+def verdict_of(
+    statuses: tuple[MirrorStatus, ...], findings: list[Finding], drift: Drift | DriftUndecided | None = None
+) -> str:
     # Blocked wins over undecided: one diverged mirror blocks whatever the unreachable ones hold.
     if any(f.severity == "error" for f in findings):
         return BLOCKED
-    if any(m.status == mirrors_mod.UNREACHABLE for m in statuses):
+    if any(m.status == mirrors_mod.UNREACHABLE for m in statuses) or isinstance(drift, DriftUndecided):
         return UNDECIDED
     return PROMOTABLE
 
@@ -116,7 +118,7 @@ def check(ws: Workspace, candidate: str | None = None) -> CheckResult:
     d = drift_mod.measure(ws.repo, cfg, sha)
     findings = mirror_findings(statuses, cfg.trunk) + drift_findings(d, cfg.trunk)
     return CheckResult(
-        verdict=verdict_of(statuses, findings),
+        verdict=verdict_of(statuses, findings, d),
         candidate=sha,
         candidate_ref=label,
         trunk=cfg.trunk,

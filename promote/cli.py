@@ -272,6 +272,35 @@ def load_config_of(obj: Context) -> Config:
     return load_config(obj.directory, obj.config)
 
 
+@cli.command("stations")
+@json_option
+@click.pass_obj
+def stations_command(obj: Context, as_json: bool) -> None:
+    """Show the stations tests may run on: this one as detected, and the configured ones."""
+    from promote.stations import inventory, inventory_report
+
+    fleet = inventory(load_config_of(obj))
+    emit(fleet.to_json(), inventory_report(fleet), as_json=as_json)
+
+
+@cli.command("demo")
+@click.option(
+    "--keep",
+    metavar="DIR",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Build the example workspace in DIR (new or empty) and keep it; default: a temporary directory.",
+)
+def demo_command(keep: Path | None) -> None:
+    """Build an example workspace with planted problems and audit it end to end (exit 0: its findings are expected)."""
+    from promote.demo.run import demo
+
+    progress = LiveProgress(live=sys.stderr.isatty())
+    text = demo(keep, say=lambda line: click.echo(line, err=True), on_progress=progress.update)
+    progress.close()
+    click.echo(text)
+
+
 def main() -> None:
     """Console-script entry point."""
     cli.main(prog_name="promote")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import shlex
+import string
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +21,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 CONFIG_NAME = "promote.toml"
 DEFAULT_TEST_PATHS = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
 LEAK_POLICIES = ("restore", "report")
+SYNC_METHODS = ("git", "rsync")
 
 T = TypeVar("T")
 
@@ -52,11 +56,32 @@ class StationConfig:
     identity: str | None = None
     python: str | None = None
     workdir: str | None = None
+    ssh_options: tuple[str, ...] = ()
+    sync: str = "git"
+
+
+@dataclass(frozen=True)
+class RuleConfig:
+    """A user rule: `pattern` recognises a failure or skip, `requirement` names what it needed."""
+
+    pattern: str
+    requirement: str
+    frames: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RequirementsConfig:
+    """How requirements are inferred: extra rules, and where missing checkpoints live."""
+
+    model_dirs: tuple[Path, ...] = ()
+    rules: tuple[RuleConfig, ...] = ()
 
 
 @dataclass(frozen=True)
 class CIConfig:
     runners: tuple[str, ...] | None = None
+    hosted_available: bool = True
+    repository: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +103,9 @@ class Config:
     trunk: str
     mirrors: tuple[str, ...]
     deployed: str | None = None
+    deployed_command: tuple[str, ...] | None = None
+    deployed_since_command: tuple[str, ...] | None = None
+    deployed_timeout_s: float = 10.0
     test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
     mirror_timeout_s: float = 30.0
     fetch_concurrency: int = 8
@@ -86,6 +114,7 @@ class Config:
     stations: tuple[StationConfig, ...] = ()
     ci: CIConfig = field(default_factory=CIConfig)
     docs: DocsConfig | None = None
+    requirements: RequirementsConfig = field(default_factory=RequirementsConfig)
 
     @property
     def root(self) -> Path:
@@ -155,6 +184,14 @@ def _is_str_table(v: object) -> bool:
     return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
 
 
+def _is_bool(v: object) -> bool:
+    return isinstance(v, bool)
+
+
+def _is_repo_name(v: object) -> bool:
+    return isinstance(v, str) and v.count("/") == 1 and all(part.strip() for part in v.split("/"))
+
+
 def _is_count(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
@@ -165,6 +202,11 @@ def _is_pos_int(v: object) -> bool:
 
 def _is_pos_number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+
+def _is_destination(v: object) -> bool:
+    # A leading "-" would reach ssh as an option.
+    return isinstance(v, str) and bool(v) and not v.startswith("-") and not any(c.isspace() for c in v)
 
 
 def _is_port(v: object) -> bool:
@@ -221,13 +263,17 @@ class _Parser:
         tbl = self.table(
             raw,
             p,
-            {"trunk", "mirrors", "deployed", "test_paths", "mirror_timeout_s", "fetch_concurrency",
-             "max_reruns", "packages", "stations", "ci", "docs"},
+            {"trunk", "mirrors", "deployed", "deployed_command", "deployed_since_command", "deployed_timeout_s",
+             "test_paths", "mirror_timeout_s", "fetch_concurrency",
+             "max_reruns", "packages", "stations", "ci", "docs", "requirements"},
         )  # fmt: skip
         trunk = self.required(tbl, "trunk", p, "a branch name")
         mirrors = self.get(tbl, "mirrors", p, _is_str_list, "a list of git remote names", [])
         if len(set(mirrors)) != len(mirrors):
             raise self.fail(f"{p}.mirrors", "each remote at most once", mirrors)
+        if "deployed" in tbl and "deployed_command" in tbl:
+            both = f"either {p}.deployed or {p}.deployed_command, not both"
+            raise self.fail(f"{p}.deployed_command", both, show_got=False)
         stations = self.stations(tbl.get("stations", {}))
         return Config(
             path=self.path,
@@ -235,6 +281,11 @@ class _Parser:
             trunk=trunk,
             mirrors=tuple(mirrors),
             deployed=self.get(tbl, "deployed", p, _is_str, "a branch, tag or commit", None),
+            deployed_command=self.command(tbl, "deployed_command", p),
+            deployed_since_command=self.command(tbl, "deployed_since_command", p),
+            deployed_timeout_s=float(
+                self.get(tbl, "deployed_timeout_s", p, _is_pos_number, "a number of seconds > 0", 10.0)
+            ),
             test_paths=tuple(
                 self.get(
                     tbl,
@@ -254,6 +305,7 @@ class _Parser:
             stations=stations,
             ci=self.ci(tbl["ci"]) if "ci" in tbl else CIConfig(),
             docs=self.docs(tbl["docs"]) if "docs" in tbl else None,
+            requirements=self.requirements(tbl["requirements"]) if "requirements" in tbl else RequirementsConfig(),
         )
 
     def packages(self, raw: object, station_names: set[str]) -> tuple[PackageConfig, ...]:
@@ -322,8 +374,14 @@ class _Parser:
                     "identity",
                     "python",
                     "workdir",
+                    "ssh_options",
+                    "sync",
                 },
             )
+            sync = self.get(tbl, "sync", where, _is_str, '"git" or "rsync"', "git")
+            if sync not in SYNC_METHODS:
+                raise self.fail(f"{where}.sync", '"git" or "rsync"', sync)
+            identity = self.get(tbl, "identity", where, _is_str, "a path to a private key", None)
             out.append(
                 StationConfig(
                     name=name,
@@ -331,20 +389,42 @@ class _Parser:
                     devices=tuple(self.get(tbl, "devices", where, _is_str_list, "a list of device names", [])),
                     memory_gb=self.get(tbl, "memory_gb", where, _is_pos_number, "a number of GB > 0", None),
                     resources=tuple(self.get(tbl, "resources", where, _is_str_list, "a list of resource names", [])),
-                    ssh=self.get(tbl, "ssh", where, _is_str, "user@host", None),
+                    ssh=self.get(tbl, "ssh", where, _is_destination, "user@host (no spaces, no leading -)", None),
                     port=self.get(tbl, "port", where, _is_port, "a TCP port (1-65535)", None),
-                    identity=self.get(tbl, "identity", where, _is_str, "a path to a private key", None),
+                    # A relative key path is relative to the config file, like every other local path.
+                    identity=None if identity is None else str(self.path.parent / Path(identity).expanduser()),
                     python=self.get(tbl, "python", where, _is_str, "a path to python on the station", None),
                     workdir=self.get(tbl, "workdir", where, _is_str, "a directory on the station", None),
+                    ssh_options=tuple(
+                        self.get(tbl, "ssh_options", where, _is_str_list, "a list of ssh arguments", [])
+                    ),
+                    sync=sync,
                 )
             )
         return tuple(out)
 
     def ci(self, raw: object) -> CIConfig:
         where = f"{self.prefix}.ci"
-        tbl = self.table(raw, where, {"runners"})
+        tbl = self.table(raw, where, {"runners", "hosted_available", "repository"})
         runners = self.get(tbl, "runners", where, _is_str_list, "a list of runner labels", None)
-        return CIConfig(runners=None if runners is None else tuple(runners))
+        return CIConfig(
+            runners=None if runners is None else tuple(runners),
+            hosted_available=self.get(tbl, "hosted_available", where, _is_bool, "true or false", True),
+            repository=self.get(tbl, "repository", where, _is_repo_name, '"owner/name"', None),
+        )
+
+    def command(self, tbl: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None:
+        """A command run without a shell: a string split like a shell would, or a list of arguments."""
+        expected = "a command line (string) or a non-empty list of arguments"
+        value = self.get(tbl, key, where, lambda v: _is_str(v) or _is_str_list(v), expected, None)
+        if isinstance(value, str):
+            try:
+                value = shlex.split(value)
+            except ValueError as e:
+                raise self.fail(f"{where}.{key}", f"{expected} ({e})", tbl[key]) from None
+        if value is not None and not value:
+            raise self.fail(f"{where}.{key}", expected, tbl[key])
+        return None if value is None else tuple(value)
 
     def docs(self, raw: object) -> DocsConfig:
         where = f"{self.prefix}.docs"
@@ -363,3 +443,36 @@ class _Parser:
                 "docs/evidence/{date}-{commit}.md",
             ),
         )
+
+    def requirements(self, raw: object) -> RequirementsConfig:
+        where = f"{self.prefix}.requirements"
+        tbl = self.table(raw, where, {"model_dirs", "rules"})
+        dirs = self.get(tbl, "model_dirs", where, _is_str_list, "a list of directories", [])
+        rules = tbl.get("rules", [])
+        if not isinstance(rules, list):
+            raise self.fail(f"{where}.rules", "an array of tables ([[promote.requirements.rules]])", rules)
+        return RequirementsConfig(
+            model_dirs=tuple((self.path.parent / d).resolve() for d in dirs),
+            rules=tuple(self.rule(item, f"{where}.rules[{i}]") for i, item in enumerate(rules)),
+        )
+
+    def rule(self, raw: object, where: str) -> RuleConfig:
+        tbl = self.table(raw, where, {"pattern", "requirement", "frames"})
+        pattern = self.required(tbl, "pattern", where, "a regular expression")
+        frames = self.get(tbl, "frames", where, _is_str_list, "a list of regular expressions", [])
+        requirement = self.required(tbl, "requirement", where, 'a requirement like "hub:{repo}"')
+        groups: set[str] = set()
+        for key, text in [("pattern", pattern), *(("frames", f) for f in frames)]:
+            try:
+                groups |= set(re.compile(text).groupindex)
+            except re.error as e:
+                raise self.fail(f"{where}.{key}", f"a regular expression ({e})", text) from None
+        try:
+            fields = {name for _, name, _, _ in string.Formatter().parse(requirement) if name is not None}
+        except ValueError as e:
+            raise self.fail(f"{where}.requirement", f"a template ({e})", requirement) from None
+        if fields - groups:
+            unnamed = ", ".join(sorted(fields - groups))
+            expected = f"fields that pattern or frames name as groups (no group {unnamed})"
+            raise self.fail(f"{where}.requirement", expected, requirement)
+        return RuleConfig(pattern, requirement, tuple(frames))

@@ -29,6 +29,15 @@ class Commit:
 
 
 @dataclass(frozen=True)
+class GrepHit:
+    """One line `git grep` found: the file, its 1-based line number, and the line."""
+
+    path: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
 class Outcome:
     """What one git command did: its exit status and its (redacted) messages."""
 
@@ -137,6 +146,27 @@ class Repo:
 
     def commit_date(self, sha: str) -> str:
         return self.out("show", "-s", "--format=%cI", sha, "--").strip()
+
+    def tree_files(self, ref: str) -> list[str]:
+        """Every file path in the committed tree of `ref`."""
+        return [p for p in self.out("ls-tree", "-r", "-z", "--name-only", "--end-of-options", ref).split("\0") if p]
+
+    def grep(self, ref: str, patterns: list[str], *, fixed: bool) -> list[GrepHit]:
+        """Lines of `ref`'s tree matching any pattern (fixed strings, or extended regular expressions)."""
+        flags = ["-F"] if fixed else ["-E"]
+        args = [arg for p in patterns for arg in ("-e", p)]
+        result = self.run("grep", "-z", "-n", "-I", "--no-color", *flags, *args, ref, "--")
+        if result.status == 1:  # git grep's "no line matched"
+            return []
+        if not result.ok:
+            raise GitError(f"git grep failed in {self.root}: {result.reason}")
+        hits = []
+        prefix = f"{ref}:"
+        for record in result.stdout.split("\n"):
+            fields = record.split("\0", 2)
+            if len(fields) == 3 and fields[0].startswith(prefix) and fields[1].isdigit():
+                hits.append(GrepHit(fields[0][len(prefix) :], int(fields[1]), fields[2]))
+        return hits
 
     # -- repository state ------------------------------------------------------
 

@@ -52,6 +52,7 @@ def prefix_of(victim: str, worker_orders: list[list[str]]) -> list[str] | None:
 def failed_tests(result: PackageResult) -> list[str]:
     """Top-level ids of tests that failed (or whose subtests failed); crashes and timeouts excluded."""
     skip = set(result.crashed_tests) | {f.subject for f in result.findings if f.check == "timeout"}
+    skip |= {b.test for b in result.blocked_tests}  # a missing requirement, not an earlier test, stopped these
     ids: list[str] = []
     for t in result.tests:
         top = t.parent or t.nodeid

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from promote.check import CheckResult
-from promote.drift import Drift
+from promote.drift import Drift, DriftUndecided
 from promote.findings import Finding
 from promote.merge import ADVANCED, MERGED, PARTIAL, WOULD_MERGE, MergeResult
 
@@ -20,7 +20,9 @@ def _num(n: int | None) -> str:
     return "-" if n is None else str(n)
 
 
-def drift_line(d: Drift) -> str:
+def drift_line(d: Drift | DriftUndecided) -> str:
+    if isinstance(d, DriftUndecided):
+        return f"deployed: undecided: {d.reason}"
     where = f"{d.ref} ({d.sha[:7]}, served since {d.served_since})"
     if d.status == "same":
         return f"deployed: {where} is the candidate itself"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from promote.checks.requirements import blocked_summary
 from promote.render import findings_lines, table
 from promote.testrun import RunResult
 
@@ -17,7 +18,14 @@ def run_report(r: RunResult) -> str:
         if p.subtests:
             parts = ", ".join(f"{n} {k}" for k, n in sorted(p.subtests.items()))
             lines.append(f"  {p.name} subtests: {parts}")
-    failing = [(p.name, t) for p in r.packages for t in p.tests if t.outcome in ("failed", "error")]
+        lines += [f"  {p.name}: {line}" for line in blocked_summary(p)]
+    blocked = {(p.name, b.test) for p in r.packages for b in p.blocked_tests}
+    failing = [
+        (p.name, t)
+        for p in r.packages
+        for t in p.tests
+        if t.outcome in ("failed", "error") and (p.name, t.nodeid) not in blocked
+    ]
     if failing:
         lines += ["", "failed:"] + [f"  {name}: {t.nodeid} ({t.outcome})" for name, t in failing]
     if r.findings:

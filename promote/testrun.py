@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import secrets
 import sys
 import time
@@ -13,14 +12,16 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from promote import journal
-from promote.config import Config, PackageConfig
+from promote import journal, stations
+from promote.checks import requirements
+from promote.config import Config, PackageConfig, StationConfig
 from promote.errors import ConfigError, UsageError
 from promote.findings import Finding
 from promote.order import Budget, investigate
-from promote.runners import runner
+from promote.runners import remote, runner
 from promote.runners.runner import ProgressCallback
 from promote.runners.summary import PackageResult, summarize
+from promote.stations import Inventory, local_platform
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class RunResult:
     finished: str
     packages: tuple[PackageResult, ...]
     out_dir: Path
+    stations: Inventory | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -49,13 +51,8 @@ class RunResult:
             "packages": [p.to_json() for p in self.packages],
             "findings": [f.to_json() for f in self.findings],
             "results": str(self.out_dir),
+            "stations": self.stations.to_json() if self.stations is not None else None,
         }
-
-
-def local_platform() -> str:
-    """This machine as a station platform name, e.g. `linux-x86_64` or `darwin-arm64`."""
-    machine = platform.machine().lower()
-    return f"{sys.platform}-{'arm64' if machine in ('arm64', 'aarch64') else machine}"
 
 
 def new_run_id() -> str:
@@ -84,34 +81,67 @@ def last_run_dir(config: Config, package: str) -> Path | None:
     return found[-1] if found else None
 
 
-def run_one(pkg: PackageConfig, run_dir: Path, on_progress: ProgressCallback | None) -> PackageResult:
+def run_one(
+    pkg: PackageConfig,
+    run_dir: Path,
+    on_progress: ProgressCallback | None,
+    station: stations.Station | None = None,
+    *,
+    remote_station: StationConfig | None = None,
+) -> PackageResult:
+    if remote_station is not None:
+        # Same pytest command and plugin, run there over ssh; results come back into run_dir as a local run's.
+        return remote.run_remote(pkg, remote_station, run_dir, on_progress)
     out_dir = run_dir / pkg.name
     python = pkg.python or sys.executable
-    parts = runner.run_package(pkg, out_dir, python=python, leaks=pkg.leaks, on_progress=on_progress)
-    return summarize(
-        pkg.name, pkg.path, out_dir, station=f"local ({local_platform()})", parts=parts, timeout_s=pkg.timeout_s
+    # The plugin skips tests whose declared requirements this station lacks.
+    station_file = run_dir / "station.json" if station is not None else None
+    parts = runner.run_package(
+        pkg, out_dir, python=python, leaks=pkg.leaks, on_progress=on_progress, station=station_file
     )
+    name = f"{station.name} ({station.platform})" if station is not None else f"local ({local_platform()})"
+    return summarize(pkg.name, pkg.path, out_dir, station=name, parts=parts, timeout_s=pkg.timeout_s)
 
 
-def run_tests(config: Config, *, package: str | None = None, on_progress: ProgressCallback | None = None) -> RunResult:
+def run_tests(
+    config: Config,
+    *,
+    package: str | None = None,
+    on_progress: ProgressCallback | None = None,
+    run_id: str | None = None,
+) -> RunResult:
     """Run the selected packages concurrently (bounded by cores) and store the run."""
     chosen = select(config, package)
-    run_id = new_run_id()
+    run_id = run_id or new_run_id()
     run_dir = journal.state_dir(config.root) / "runs" / run_id
     run_dir.mkdir(parents=True)
     started = datetime.now(timezone.utc).isoformat(timespec="microseconds")
     t0 = time.monotonic()
+    fleet = stations.inventory(config)
+    (run_dir / "station.json").write_text(json.dumps(fleet.local.to_json(), indent=1), encoding="utf-8")
     with ThreadPoolExecutor(max_workers=max(1, min(len(chosen), os.cpu_count() or 1))) as pool:
-        results = tuple(pool.map(lambda p: run_one(p, run_dir, on_progress), chosen))
+        results = tuple(
+            pool.map(
+                lambda p: run_one(p, run_dir, on_progress, fleet.local, remote_station=remote.station_of(config, p)),
+                chosen,
+            )
+        )
+    # Tests no station here can run are blocked, not failed; they are not rerun or bisected below.
+    rules = requirements.rules_of(config.requirements)
+    results = tuple(requirements.classify(r, remote.inventory_for(fleet, r), rules) for r in results)
     # Then the cause of each failure: reruns alone and bisection, one package after another (shared budget).
+    # Reruns happen here, so a package that ran on another station is not rerun (here is not where it ran).
     budget = Budget(config.max_reruns)
-    results = tuple(investigate(p, r, budget) for p, r in zip(chosen, results, strict=True))
+    results = tuple(
+        r if remote.station_of(config, p) else investigate(p, r, budget) for p, r in zip(chosen, results, strict=True)
+    )
     result = RunResult(
         run_id=run_id,
         started=started,
         finished=datetime.now(timezone.utc).isoformat(timespec="microseconds"),
         packages=results,
         out_dir=run_dir,
+        stations=fleet,
     )
     (run_dir / "run.json").write_text(
         json.dumps({**result.to_json(), "wall_s": round(time.monotonic() - t0, 3)}, indent=1), encoding="utf-8"

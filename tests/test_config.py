@@ -176,3 +176,41 @@ def test_init_writes_a_config_that_loads(fleet: Fleet) -> None:
     assert again.exit_code == 2
     assert "already exists; pass --overwrite" in again.stderr
     assert run(fleet.work, "init", "--overwrite").exit_code == 0
+
+
+def test_deployed_command_ci_and_timeout_keys_load(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        '[promote]\ntrunk = "main"\ndeployed_command = "ssh mini \'cat /srv/app/REVISION\'"\n'
+        'deployed_since_command = ["ssh", "mini", "stat", "-c", "%y", "/srv/app/REVISION"]\n'
+        "deployed_timeout_s = 2.5\n"
+        '[promote.ci]\nrunners = ["ubuntu-latest", "mini"]\nhosted_available = false\nrepository = "me/sanctum"\n',
+    )
+    cfg = config.load(path)
+    assert cfg.deployed_command == ("ssh", "mini", "cat /srv/app/REVISION")
+    assert cfg.deployed_since_command == ("ssh", "mini", "stat", "-c", "%y", "/srv/app/REVISION")
+    assert cfg.deployed_timeout_s == 2.5
+    assert (cfg.ci.hosted_available, cfg.ci.repository) == (False, "me/sanctum")
+    defaults = config.load(write(tmp_path, '[promote]\ntrunk = "main"\n'))
+    assert (defaults.deployed_command, defaults.deployed_timeout_s, defaults.ci.hosted_available) == (None, 10.0, True)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            'deployed = "d"\ndeployed_command = "cat REVISION"\n',
+            "promote.deployed_command: expected either promote.deployed or promote.deployed_command, not both",
+        ),
+        ("deployed_command = []\n", "promote.deployed_command: expected a command line (string) or a non-empty list"),
+        ('deployed_command = "cat \'REVISION"\n', "promote.deployed_command: expected a command line (string) or a"),
+        ("deployed_timeout_s = 0\n", "promote.deployed_timeout_s: expected a number of seconds > 0, got 0"),
+        ('[promote.ci]\nhosted_available = "no"\n', "promote.ci.hosted_available: expected true or false, got 'no'"),
+        ('[promote.ci]\nrepository = "sanctum"\n', "promote.ci.repository: expected \"owner/name\", got 'sanctum'"),
+    ],
+)
+def test_bad_deployed_and_ci_keys_name_the_key(tmp_path: Path, body: str, expected: str) -> None:
+    path = write(tmp_path, f'[promote]\ntrunk = "main"\n{body}')
+    message = error_of(path)
+    assert message.startswith(f"{path}: ")
+    assert expected in message

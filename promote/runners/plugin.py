@@ -13,7 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from promote.stations import Station, declared, read_station
+
 RECORDER = "promote-recorder"
+STATION = pytest.StashKey[Station]()
+REQUIREMENTS = pytest.StashKey[tuple[str, ...]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,6 +54,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write the ids of the tests that would run to FILE, one per line",
     )
     group.addoption(
+        "--promote-station",
+        metavar="FILE",
+        default=None,
+        help="the station these tests run on (JSON, as `promote stations --json` shows one); a test whose "
+        "`requires` marker names something it lacks is skipped, naming what",
+    )
+    group.addoption(
         "--promote-select",
         metavar="FILE",
         default=None,
@@ -74,6 +85,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "requires(*resources, device=None, memory_gb=None): what a test needs from the station it runs on",
     )
     config.addinivalue_line("markers", "serial: run this test in a single worker, apart from the parallel ones")
+    station = config.getoption("promote_station", default=None)
+    if station:
+        config.stash[STATION] = read_station(Path(station))
     out = config.getoption("promote_out", default=None)
     worker = worker_id(config)
     if out is None or worker is None:
@@ -84,6 +98,42 @@ def pytest_configure(config: pytest.Config) -> None:
     leaks = str(config.getoption("promote_leaks", default="restore"))
     recorder = Recorder(config, Path(out).resolve(), worker, leaks)
     config.pluginmanager.register(recorder, RECORDER)
+
+
+def requirements_of(item: pytest.Item) -> tuple[str, ...]:
+    """Everything the item's `requires` markers (its own, its class's, its module's) declare."""
+    found: dict[str, None] = {}
+    for marker in item.iter_markers("requires"):
+        found.update(dict.fromkeys(declared(marker.args, marker.kwargs)))
+    return tuple(found)
+
+
+def failing_fixture(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
+    """`file::name` of the innermost fixture whose code raised (or skipped) during the item's setup."""
+    # `_fixtureinfo` is pytest's own (public in all but name since pytest 3); without it, no attribution.
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    names = {getattr(d.func, "__code__", None): name for name, fixturedefs in defs.items() for d in fixturedefs}
+    found = None
+    for entry in excinfo.traceback:
+        name = names.get(entry.frame.code.raw)
+        if name is not None:
+            found = (name, Path(entry.path))
+    if found is None:
+        return None
+    name, path = found
+    root = item.config.rootpath
+    where = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+    return f"{where}::{name}"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before any fixture is set up: a test that cannot run here should not load half its model first.
+    requirements = item.stash[REQUIREMENTS] = requirements_of(item)
+    station = item.config.stash.get(STATION, None)
+    lacking = station.lacking(requirements) if station is not None else ()
+    if station is not None and lacking:
+        pytest.skip(f"requires {', '.join(lacking)}: not on station {station.name}")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 
+from promote.checks.requirement_rules import excerpt
 from promote.findings import Finding
 from promote.runners import outcomes
 from promote.runners.leaks import LeakWatch
 from promote.runners.mlx_probes import MlxProbes
+from promote.runners.plugin import REQUIREMENTS, failing_fixture
 from promote.runners.probes import Probe, entry_point_probes
 from promote.runners.process_probes import process_probes
 from promote.runners.progress import ProgressLog
@@ -50,6 +52,8 @@ class _Running:
     subtests: list[TestRecord] = field(default_factory=list)
     subtest_ids: dict[str, int] = field(default_factory=dict)
     failed_subtests: int = 0
+    requirements: tuple[str, ...] = ()
+    fixture: str | None = None
 
 
 class Recorder:
@@ -112,6 +116,7 @@ class Recorder:
                 if leak is not None:
                     self.findings.append(leak)
             self.before, self.running, self.phase = None, None, "between"
+            run.requirements = item.stash.get(REQUIREMENTS, ())
             self._finish(run)
 
     @pytest.hookimpl(tryfirst=True)
@@ -151,6 +156,16 @@ class Recorder:
         pre = self.pending.pop(id(fixturedef), None)
         if pre is not None and self.watch is not None and self.before is not None:
             self.watch.rebase(self.before, pre)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        run = self.running
+        if run is not None and call.when == "setup" and call.excinfo is not None and run.fixture is None:
+            run.fixture = failing_fixture(item, call.excinfo)
+        return report
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -199,6 +214,7 @@ class Recorder:
         failure: list[str],
         skip_reason: str | None,
     ) -> TestRecord:
+        top = nodeid == run.nodeid
         return TestRecord(
             nodeid=nodeid,
             outcome=outcome,
@@ -210,6 +226,9 @@ class Recorder:
             parent=run.nodeid if nodeid != run.nodeid else None,
             longrepr=outcomes.truncate("\n\n".join(failure)) if failure else None,
             skip_reason=skip_reason,
+            requirements=run.requirements if top else (),
+            fixture=run.fixture if top else None,
+            excerpt=excerpt("\n\n".join(failure)) if failure else None,
         )
 
     def _finish(self, run: _Running) -> None:

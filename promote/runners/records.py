@@ -42,11 +42,18 @@ class TestRecord:
     parent: str | None = None
     longrepr: str | None = None
     skip_reason: str | None = None
+    # What the test declared with `@pytest.mark.requires`, e.g. ("checkpoint:x", "device:metal").
+    requirements: tuple[str, ...] = ()
+    # The fixture (file::name) whose setup failed or skipped the test.
+    fixture: str | None = None
+    # The failure's exception lines, failing lines and frame arguments, kept whole where longrepr is cut.
+    excerpt: str | None = None
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TestRecord:
-        """Parse one entry of `tests`."""
+        """Parse one entry of `tests` (keys added later may be missing)."""
         known: dict[str, Any] = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        known["requirements"] = tuple(known.get("requirements", ()))
         return cls(**known)
 
 

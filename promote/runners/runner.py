@@ -44,7 +44,15 @@ class ProcessOutcome:
 
 
 def command(
-    pkg: PackageConfig, out_dir: Path, *, python: str, leaks: str, part: str, workers: int, extra: tuple[str, ...] = ()
+    pkg: PackageConfig,
+    out_dir: Path,
+    *,
+    python: str,
+    leaks: str,
+    part: str,
+    workers: int,
+    extra: tuple[str, ...] = (),
+    station: Path | None = None,
 ) -> list[str]:
     """The pytest command line for one part ("all", "serial" or "parallel") of a package."""
     # `no:promote` first: where promote is installed, its entry point would load the plugin a second time.
@@ -65,6 +73,8 @@ def command(
     ]  # fmt: skip
     for pattern in pkg.serial:
         cmd += ["--promote-serial", pattern]
+    if station is not None:
+        cmd += ["--promote-station", str(station)]
     return cmd + list(pkg.args) + list(extra)
 
 
@@ -122,6 +132,7 @@ def run_package(
     leaks: str,
     extra: tuple[str, ...] = (),
     on_progress: ProgressCallback | None = None,
+    station: Path | None = None,
 ) -> list[ProcessOutcome]:
     """Run `pkg`'s tests to completion, reporting progress; never raises on test failures."""
     parts = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
@@ -131,7 +142,9 @@ def run_package(
     for part, workers in parts:
         part_dir = out_dir / part
         part_dir.mkdir(parents=True, exist_ok=True)
-        cmd = command(pkg, part_dir, python=python, leaks=leaks, part=part, workers=workers, extra=extra)
+        cmd = command(
+            pkg, part_dir, python=python, leaks=leaks, part=part, workers=workers, extra=extra, station=station
+        )
         log = part_dir / "pytest.log"
         with log.open("wb") as sink:
             proc = subprocess.Popen(

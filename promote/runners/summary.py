@@ -16,6 +16,32 @@ COUNTED = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
 
 @dataclass(frozen=True)
+class Blocked:
+    """A test that could not do its job here for want of something: which, and which stations have it."""
+
+    test: str
+    check: str  # impossible-requirement, station-bound or missing-package
+    requirements: tuple[str, ...]  # what the station it ran on lacked
+    stations: tuple[str, ...]  # the stations that have all of them
+    outcome: str  # as recorded: failed, error or skipped
+    fixture: str | None = None  # the fixture (file::name) that needed it, when it was one
+
+    @property
+    def blocker(self) -> str:
+        return " + ".join(self.requirements)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "test": self.test,
+            "check": self.check,
+            "requirements": list(self.requirements),
+            "stations": list(self.stations),
+            "outcome": self.outcome,
+            "fixture": self.fixture,
+        }
+
+
+@dataclass(frozen=True)
 class PackageResult:
     """One package's run: counts from the records of what actually ran, and what went wrong."""
 
@@ -32,6 +58,7 @@ class PackageResult:
     counts: dict[str, int] = field(default_factory=dict)
     subtests: dict[str, int] = field(default_factory=dict)
     verdicts: tuple[Verdict, ...] = ()
+    blocked_tests: tuple[Blocked, ...] = ()
 
     @property
     def passed(self) -> int:
@@ -51,8 +78,13 @@ class PackageResult:
 
     @property
     def blocked(self) -> int:
-        # Tests no station can run are classified by the requirements check; none is claimed here.
+        # Moved out of failed, errors and skipped by the requirements check (promote.checks.requirements).
         return self.counts.get("blocked", 0)
+
+    @property
+    def blocked_by(self) -> dict[str, int]:
+        """How many tests each missing requirement blocks, most first."""
+        return dict(Counter(b.blocker for b in self.blocked_tests).most_common())
 
     @property
     def crashed(self) -> int:
@@ -80,6 +112,7 @@ class PackageResult:
             "xfailed": self.counts.get("xfailed", 0),
             "xpassed": self.counts.get("xpassed", 0),
             "blocked": self.blocked,
+            "blocked_by": self.blocked_by,
             "crashed": self.crashed,
             "subtests": dict(self.subtests),
             "duration_s": round(self.duration_s, 3),
@@ -95,6 +128,7 @@ class PackageResult:
                 }
                 for v in self.verdicts
             ],
+            "blocked_tests": [b.to_json() for b in self.blocked_tests],
         }
 
 

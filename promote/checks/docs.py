@@ -1,0 +1,142 @@
+"""Docs coverage: every named feature, and every kill switch in the deployed code, has a page that mentions it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from promote import paths
+from promote.checks import FAIL, PASS, UNDECIDED, CheckOutcome
+from promote.config import Config
+from promote.errors import GitError
+from promote.findings import Finding
+from promote.git import Repo
+
+NAME = "docs"
+# Prose in the code repository mentions switches without making them features of the running code.
+PROSE = ("**/*.md", "**/*.rst")
+LISTED = 3
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A feature that needs a page: where it came from, and the pages that mention it."""
+
+    name: str
+    origin: str
+    pages: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DocsReport:
+    """The docs repository's pages and each feature's coverage."""
+
+    repo: Path
+    head: str
+    pages: int
+    code_ref: str | None  # the commit features were discovered at (None: no pattern configured)
+    features: tuple[Feature, ...]
+
+
+def audit_docs(root: Path, config: Config, deployed_sha: str | None) -> CheckOutcome:
+    """Pass when every feature has a page; fail naming each undocumented one; undecided if the docs cannot be read."""
+    docs = config.docs
+    if docs is None:
+        return CheckOutcome(NAME, UNDECIDED, f"no [{config.prefix}.docs] configured: no docs were checked")
+    if not docs.repo.is_dir():
+        return CheckOutcome(NAME, UNDECIDED, f"docs repository {docs.repo} does not exist")
+    try:
+        docs_repo = Repo(docs.repo)
+    except GitError as e:
+        return CheckOutcome(NAME, UNDECIDED, f"docs repository {docs.repo}: {e}")
+    head = docs_repo.resolve("HEAD")
+    if head is None:
+        return CheckOutcome(NAME, UNDECIDED, f"docs repository {docs.repo} has no commits")
+    pages = sorted(f for f in docs_repo.tree_files(head) if paths.matches(f, docs.pages))
+    evidence: list[str] = []
+    found: dict[str, list[str]] = {name: [f"listed in {config.path.name}"] for name in docs.features}
+    code_ref: str | None = None
+    if docs.feature_pattern is not None:
+        code_ref, note = _code_ref(root, deployed_sha)
+        if code_ref is None:
+            return CheckOutcome(NAME, UNDECIDED, note)
+        evidence.append(note)
+        try:
+            for name, where in _discover(Repo(root), code_ref, docs.feature_pattern, config.test_paths).items():
+                found.setdefault(name, []).append(where)
+        except (GitError, re.error) as e:
+            why = f"feature_pattern {docs.feature_pattern!r} cannot be searched: {e}"
+            return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence))
+    covered = _mentions(docs_repo, head, pages, list(found))
+    features = tuple(Feature(n, "; ".join(o), tuple(sorted(covered.get(n, ())))) for n, o in found.items())
+    return _outcome(DocsReport(docs.repo, head, len(pages), code_ref, features), docs.pages, evidence)
+
+
+def _code_ref(root: Path, deployed_sha: str | None) -> tuple[str | None, str]:
+    """The commit to look for features in, and an evidence line saying which one and why."""
+    if deployed_sha is not None:
+        return deployed_sha, f"features discovered in the code at the deployed commit {deployed_sha[:7]}"
+    try:
+        head = Repo(root).resolve("HEAD")
+    except GitError as e:
+        return None, f"cannot read the code repository at {root}: {e}"
+    if head is None:
+        return None, f"the code repository at {root} has no commits to discover features in"
+    return head, f"no deployed commit known: features discovered in the candidate (HEAD {head[:7]})"
+
+
+def _discover(repo: Repo, ref: str, pattern: str, test_paths: tuple[str, ...]) -> dict[str, str]:
+    """Every match of `pattern` in `ref`'s non-test code, with where it was first seen."""
+    regex = re.compile(pattern)
+    places: dict[str, list[str]] = {}
+    for hit in repo.grep(ref, [pattern], fixed=False):
+        if paths.matches(hit.path, test_paths) or paths.matches(hit.path, PROSE):
+            continue
+        for m in regex.finditer(hit.text):
+            places.setdefault(m.group(), []).append(f"{hit.path}:{hit.line}")
+    out = {}
+    for name in sorted(places):
+        where = places[name]
+        more = f" (and {len(where) - 1} more place(s))" if len(where) > 1 else ""
+        out[name] = f"found at {ref[:7]} in {where[0]}{more}"
+    return out
+
+
+def _mentions(repo: Repo, head: str, pages: list[str], names: list[str]) -> dict[str, set[str]]:
+    """For each feature name, the pages whose text contains it (case-sensitive)."""
+    if not names or not pages:
+        return {}
+    wanted = set(pages)
+    covered: dict[str, set[str]] = {}
+    for hit in repo.grep(head, names, fixed=True):
+        if hit.path in wanted:
+            for name in names:
+                if name in hit.text:
+                    covered.setdefault(name, set()).add(hit.path)
+    return covered
+
+
+def _outcome(r: DocsReport, globs: tuple[str, ...], evidence: list[str]) -> CheckOutcome:
+    missing = [f for f in r.features if not f.pages]
+    where = f"docs repo at {r.repo} (HEAD {r.head[:7]}): {r.pages} page(s) matching {', '.join(globs)}"
+    summary = "all documented" if not missing else f"{len(missing)} undocumented"
+    lines = [f"{where}; {len(r.features)} feature(s), {summary}", *evidence]
+    for f in r.features:
+        shown = ", ".join(f.pages[:LISTED]) + (f" (+{len(f.pages) - LISTED})" if len(f.pages) > LISTED else "")
+        lines.append(f"{f.name}: {shown or 'no page'} ({f.origin})")
+    findings = tuple(
+        Finding(
+            "undocumented-feature",
+            "error",
+            f.name,
+            f"{f.name} ({f.origin}) is mentioned by none of the {r.pages} page(s) in {r.repo}",
+        )
+        for f in missing
+    )
+    if missing:
+        names = ", ".join(f.name for f in missing)
+        return CheckOutcome(NAME, FAIL, f"no page mentions {names}", tuple(lines), findings)
+    if not r.features:
+        return CheckOutcome(NAME, PASS, "no feature needs a page (none listed or found)", tuple(lines))
+    return CheckOutcome(NAME, PASS, f"every feature has a page ({len(r.features)})", tuple(lines))

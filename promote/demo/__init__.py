@@ -1,0 +1,1 @@
+"""`promote demo`: a built-in example workspace, with planted problems, audited end to end."""

@@ -1,0 +1,112 @@
+"""`promote demo`: build the example workspace, audit it end to end, and compare the findings with what was planted."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from promote.audit import AuditResult, audit
+from promote.auditreport import audit_report
+from promote.demo.build import BEHIND, DEPLOYED_AT, DOCS, HISTORY, MIRRORS, REPO, Example, build
+from promote.findings import Finding
+from promote.runners.runner import ProgressCallback
+from promote.workspace import open_workspace
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Planted:
+    """A problem the example plants, the check that must find it, and a word its finding must mention."""
+
+    check: str
+    needle: str
+    what: str
+
+
+PLANTED = (
+    Planted(
+        "leaked-state", "test_debug.py",
+        "sanctum-mlx: a debug test switches MLX compile off and never back on; a sampler test 11 tests later "
+        "needs it on (leaks = \"restore\": promote puts it back and names the test)",
+    ),
+    Planted(
+        "order-dependent", "test_drain.py",
+        "sanctum-proxy: a test sets SANCTUM_PROXY_DRAIN and never unsets it; a routing test fails after it "
+        "(leaks = \"report\": promote bisects to the polluter)",
+    ),
+    Planted(
+        "impossible-requirement", "qwen3-27b-4bit",
+        "sanctum-mlx: a fixture needs a 27B checkpoint that no station has, to test an error path",
+    ),
+    Planted("ci-filtered", "test_checkpoint.py", "CI skips that module with --ignore"),
+    Planted(
+        "ci-unreachable-runner", "parity-on-metal",
+        "CI's Metal parity job asks for a [self-hosted, macos] runner the repository does not have",
+    ),
+    Planted("undocumented-feature", "DFlash2", "DFlash2 and its kill switch SANCTUM_MLX_DFLASH2 have no docs page"),
+)  # fmt: skip
+
+ALSO = (
+    f"mirror {BEHIND} left {len(HISTORY) - DEPLOYED_AT} commits behind main, a fast-forward (see Merged)",
+    "branch deployed differs from main in test files only (see And Deployed)",
+)
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """The built workspace, the audit of it, and how long both took."""
+
+    example: Example
+    result: AuditResult
+    seconds: float
+
+
+def run_demo(root: Path, *, say: Say, on_progress: ProgressCallback | None = None) -> DemoRun:
+    """Build the example under `root` (new or empty) and audit it as `promote audit` would."""
+    started = time.monotonic()
+    say(f"demo: building the example workspace in {root}")
+    example = build(root)
+    say("demo: auditing it: mirrors, deployed branch, both test packages (real pytest, MLX on CPU), CI, docs")
+    result = audit(open_workspace(example.repo), command="promote demo", on_progress=on_progress)
+    return DemoRun(example, result, time.monotonic() - started)
+
+
+def matches(p: Planted, f: Finding) -> bool:
+    return f.check == p.check and p.needle in f"{f.subject} {f.message} {f.cause or ''}"
+
+
+def demo_report(run: DemoRun, *, kept: bool) -> str:
+    """The workspace's layout, the audit's own report, then each planted problem: found or missed."""
+    ex = run.example
+    lines = [
+        f"example workspace: {ex.root}",
+        f"  {REPO}/           the repository: packages/sanctum-mlx, packages/sanctum-proxy, promote.toml",
+        f"  {DOCS}/      its docs repository",
+        f"  mirrors/           {', '.join(MIRRORS)} (bare)",
+        "",
+        audit_report(run.result),
+        "",
+        "planted in the example:",
+    ]
+    for p in PLANTED:
+        mark = "found " if any(matches(p, f) for f in run.result.findings) else "MISSED"
+        lines.append(f"  {mark} {p.check}: {p.what}")
+    lines += [f"  also   {line}" for line in ALSO]
+    lines += ["", f"demo finished in {run.seconds:.0f}s"]
+    if not kept:
+        lines.append("the workspace was temporary and is removed; `promote demo --keep DIR` keeps it and its pages")
+    return "\n".join(lines)
+
+
+def demo(keep: Path | None, *, say: Say, on_progress: ProgressCallback | None = None) -> str:
+    """Run the demo in `keep` (kept), or in a temporary directory (removed); return the report."""
+    if keep is not None:
+        return demo_report(run_demo(keep.resolve(), say=say, on_progress=on_progress), kept=True)
+    with tempfile.TemporaryDirectory(prefix="promote-demo-") as tmp:
+        # Resolved: on macOS the temporary directory is reached through a symlink (/var -> /private/var).
+        run = run_demo(Path(tmp).resolve(), say=say, on_progress=on_progress)
+        return demo_report(run, kept=False)

@@ -1,0 +1,334 @@
+"""CI audit on real workflow files: filters, unreachable runners, fork-only jobs, matrices, broken YAML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from promote import config
+from promote.checks import CheckOutcome
+from promote.checks.ci import audit_ci, survey_ci
+from promote.config import Config
+from tests.helpers.gitrepos import git
+
+CI_YML = """\
+name: ci
+on: [push, pull_request]
+jobs:
+  tests:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: |
+          pip install -e '.[dev]' && echo installed
+          pytest tests \\
+            --ignore=tests/test_stream.py -k "not device" 2>&1 | tee pytest.log
+  mac:
+    runs-on: [self-hosted, macos]
+    steps:
+      - run: pytest tests/test_stream.py
+  upstream:
+    if: github.repository == 'upstream/name'
+    runs-on: ubuntu-latest
+    steps:
+      - run: python -m pytest integration
+"""
+
+UNIT_YAML = """\
+on: push
+jobs:
+  unit:
+    strategy:
+      matrix:
+        os: [ubuntu-latest, macos-14, gpu-box]
+    runs-on: ${{ matrix.os }}
+    steps:
+      - run: python -m unittest discover -s tests -p "test_*.py"
+"""
+
+BROKEN_YML = "on: push\njobs:\n  x:\n    runs-on: [ubuntu-latest\n    steps: []\n"
+
+SOURCES = {
+    "tests/test_stream.py": "def test_stream_a(): pass\ndef test_stream_b(): pass\n",
+    "tests/test_device.py": (
+        "import unittest\n\nclass DeviceCase(unittest.TestCase):\n    def test_cpu(self): pass\n\n"
+        "def test_pin(): pass\n"
+    ),
+    "tests/test_model.py": "def test_load(): pass\ndef test_device_leak(): pass\n",
+    "integration/test_e2e.py": "def test_e2e(): pass\n",
+}
+
+INVENTORY = [
+    "tests/test_stream.py::test_stream_a",
+    "tests/test_stream.py::test_stream_b",
+    "tests/test_device.py::DeviceCase::test_cpu",
+    "tests/test_device.py::test_pin",
+    "tests/test_model.py::test_load",
+    "tests/test_model.py::test_device_leak",
+    "integration/test_e2e.py::test_e2e",
+]
+
+
+def workspace(
+    root: Path, files: dict[str, str], body: str = 'runners = ["ubuntu-latest"]\nrepository = "me/name"\n'
+) -> Config:
+    """A checkout with `files` and a promote.toml whose [promote.ci] table is `body`."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (root / "promote.toml").write_text(f'[promote]\ntrunk = "main"\n[promote.ci]\n{body}')
+    return config.load(root / "promote.toml")
+
+
+def by_subject(outcome: CheckOutcome) -> dict[str, str]:
+    return {f.subject: f"{f.check}: {f.message}" for f in outcome.findings}
+
+
+def test_incident_workflows_name_every_filter_and_every_job_that_cannot_run(tmp_path: Path) -> None:
+    files = {
+        **SOURCES,
+        ".github/workflows/ci.yml": CI_YML,
+        ".github/workflows/unit.yaml": UNIT_YAML,
+        ".github/workflows/broken.yml": BROKEN_YML,
+    }
+    cfg = workspace(tmp_path, files)
+
+    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+
+    assert outcome.status == "fail"
+    found = by_subject(outcome)
+    assert sorted(found) == [
+        ".github/workflows/broken.yml",
+        ".github/workflows/ci.yml: job mac",
+        ".github/workflows/ci.yml: job upstream",
+        ".github/workflows/unit.yaml: job unit (gpu-box)",
+        "integration/test_e2e.py",
+        "tests/test_device.py::test_pin",
+        "tests/test_model.py::test_device_leak",
+        "tests/test_stream.py",
+    ]
+    # The broken file is named with its line; the other workflows were still audited.
+    assert found[".github/workflows/broken.yml"].startswith("ci-workflow-invalid: .github/workflows/broken.yml:5:")
+    assert found["tests/test_stream.py"] == (
+        "ci-filtered: no CI job runs tests/test_stream.py (2 test(s)): --ignore=tests/test_stream.py in job `tests` "
+        "of .github/workflows/ci.yml; job `mac` of .github/workflows/ci.yml needs runner [self-hosted, macos], "
+        "which this repository does not have (runners: ubuntu-latest)"
+    )
+    assert found["tests/test_device.py::test_pin"] == (
+        'ci-filtered: no CI job runs it: -k "not device" in job `tests` of .github/workflows/ci.yml'
+    )
+    assert "tests/test_model.py::test_load" not in found
+    # A TestCase the -k filter drops is still run by the unittest job on the hosted matrix entries.
+    assert "tests/test_device.py::DeviceCase::test_cpu" not in found
+    assert found["integration/test_e2e.py"].endswith(
+        "job `upstream` of .github/workflows/ci.yml runs only in another repository "
+        "(`if: github.repository == 'upstream/name'` is false in me/name, e.g. in a fork)"
+    )
+    assert found[".github/workflows/ci.yml: job mac"].startswith("ci-unreachable-runner: job `mac`")
+    stream = next(f for f in outcome.findings if f.subject == "tests/test_stream.py")
+    assert stream.cause == "--ignore=tests/test_stream.py in job `tests` of .github/workflows/ci.yml"
+    assert "3 job(s) run 2 of 7 test ids" in outcome.evidence
+    assert outcome.reason == (
+        "5 of 7 test ids are run by no CI job; 3 job(s) cannot run in this repository; "
+        "1 workflow file(s) GitHub would refuse"
+    )
+
+
+def test_report_lists_each_matrix_entry_with_its_runner_and_commands(tmp_path: Path) -> None:
+    cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/unit.yaml": UNIT_YAML})
+
+    report = survey_ci(tmp_path, cfg, INVENTORY)
+
+    rows = [(j.job, j.runs_on, j.state, j.tests_run) for j in report.jobs]
+    assert rows == [
+        ("unit (ubuntu-latest)", "ubuntu-latest", "runs", 1),
+        ("unit (macos-14)", "macos-14", "runs", 1),
+        ("unit (gpu-box)", "gpu-box", "never", 0),
+    ]
+    assert report.jobs[0].commands == ("python -m unittest discover -s tests -p test_*.py",)
+    assert report.run == 1
+
+
+def test_every_test_run_by_reachable_jobs_passes_with_counts(tmp_path: Path) -> None:
+    workflow = "on: push\njobs:\n  t:\n    runs-on: ubuntu-22.04\n    steps:\n      - run: python3 -m pytest -n auto\n"
+    cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow})
+
+    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+
+    assert (outcome.status, outcome.reason) == ("pass", "CI runs all 7 test ids")
+    assert outcome.findings == ()
+    assert "1 job(s) run 7 of 7 test ids" in outcome.evidence
+
+
+def test_marker_filter_and_unknown_condition_are_undecided_not_guessed(tmp_path: Path) -> None:
+    workflow = """\
+on: push
+jobs:
+  fast:
+    runs-on: ubuntu-latest
+    steps:
+      - run: pytest tests -m "not slow"
+  nightly:
+    if: github.event_name == 'schedule'
+    runs-on: ubuntu-latest
+    steps:
+      - run: pytest integration
+"""
+    cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow})
+
+    report = survey_ci(tmp_path, cfg, INVENTORY)
+    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+
+    assert outcome.status == "undecided"
+    assert outcome.findings == ()
+    whys = dict(report.undecided)
+    assert whys["tests/test_model.py::test_load"] == (
+        '-m "not slow" (markers are not visible in test ids) in job `fast` of .github/workflows/t.yml'
+    )
+    assert whys["integration/test_e2e.py::test_e2e"] == (
+        "job `nightly` of .github/workflows/t.yml may not run: `if: github.event_name == 'schedule'`: "
+        "`github.event_name` is only known when the workflow runs"
+    )
+    assert report.run == 0
+
+
+def test_repository_comes_from_a_github_origin_and_decides_the_pin(tmp_path: Path) -> None:
+    workflow = """\
+on: push
+jobs:
+  all:
+    if: ${{ github.repository_owner == 'Upstream' && !cancelled() }}
+    runs-on: ubuntu-latest
+    steps:
+      - run: pytest
+"""
+    cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow}, 'runners = ["ubuntu-latest"]\n')
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "remote", "add", "origin", "git@github.com:upstream/name.git")
+
+    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+
+    assert outcome.status == "pass"
+    assert outcome.evidence[0] == "1 workflow file(s) in .github/workflows, 1 job(s); repository upstream/name"
+
+
+def test_unknown_repository_leaves_a_pinned_job_undecided(tmp_path: Path) -> None:
+    workflow = (
+        "on: push\njobs:\n  all:\n    if: github.repository == 'a/b'\n    runs-on: ubuntu-latest\n"
+        "    steps:\n      - run: pytest\n"
+    )
+    cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow}, "runners = []\n")
+
+    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+
+    assert outcome.status == "undecided"
+    assert "the repository's name is not known (set [promote.ci] repository)" in outcome.reason
+
+
+def test_hosted_labels_count_only_while_hosted_runners_are_available(tmp_path: Path) -> None:
+    workflow = "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pytest\n"
+    cfg = workspace(
+        tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow}, 'runners = ["mini"]\nhosted_available = false\n'
+    )
+
+    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+
+    assert outcome.status == "fail"
+    assert outcome.findings[0].check == "ci-unreachable-runner"
+    assert {f.subject for f in outcome.findings if f.check == "ci-filtered"} == {
+        "tests/test_stream.py",
+        "tests/test_device.py",
+        "tests/test_model.py",
+        "integration/test_e2e.py",
+    }
+
+
+def test_nox_sessions_run_from_a_workflow_pass_their_posargs_to_pytest(tmp_path: Path) -> None:
+    noxfile = """\
+import nox
+
+nox.options.sessions = ["tests"]
+
+@nox.session(python=["3.11"])
+def tests(session):
+    session.install("-e", ".")
+    session.run("pytest", "tests", *session.posargs)
+
+@nox.session
+def integration(session):
+    session.chdir("integration")
+    session.run("python", "-m", "pytest", ".")
+"""
+    workflow = (
+        "on: push\njobs:\n  nox:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: nox -- --deselect tests/test_model.py::test_device_leak\n"
+    )
+    cfg = workspace(tmp_path, {**SOURCES, "noxfile.py": noxfile, ".github/workflows/nox.yml": workflow})
+
+    report = survey_ci(tmp_path, cfg, INVENTORY)
+
+    assert report.jobs[0].commands == (
+        "nox -- --deselect tests/test_model.py::test_device_leak "
+        "(session tests: pytest tests --deselect tests/test_model.py::test_device_leak)",
+    )
+    not_run = {n.test: n.why for n in report.not_run}
+    assert not_run == {
+        "tests/test_model.py::test_device_leak": "--deselect tests/test_model.py::test_device_leak in job `nox` of "
+        ".github/workflows/nox.yml",
+        # The integration session is not a default session and nothing asks for it.
+        "integration/test_e2e.py::test_e2e": "no CI test command covers it",
+    }
+
+
+def test_ini_addopts_working_directory_and_repository_scripts_are_followed(tmp_path: Path) -> None:
+    files = {
+        "packages/a/pyproject.toml": '[tool.pytest.ini_options]\naddopts = "--ignore=tests/test_slow.py -q"\n',
+        "packages/a/tests/test_fast.py": "def test_fast(): pass\n",
+        "packages/a/tests/test_slow.py": "def test_slow(): pass\n",
+        "packages/b/tests/test_b.py": "def test_b(): pass\n",
+        "ci/test.sh": "#!/usr/bin/env bash\nset -e\ncd a\nexec pytest tests\n",
+        ".github/workflows/t.yml": (
+            "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    defaults:\n      run:\n"
+            "        working-directory: packages\n    steps:\n      - run: ../ci/test.sh\n"
+        ),
+    }
+    cfg = workspace(tmp_path, files)
+    inventory = [
+        "packages/a/tests/test_fast.py::test_fast",
+        "packages/a/tests/test_slow.py::test_slow",
+        "packages/b/tests/test_b.py::test_b",
+    ]
+
+    report = survey_ci(tmp_path, cfg, inventory)
+
+    assert report.jobs[0].commands == ("pytest tests",)
+    assert {n.test: n.why for n in report.not_run} == {
+        "packages/a/tests/test_slow.py::test_slow": "--ignore=tests/test_slow.py in job `t` of .github/workflows/t.yml",
+        "packages/b/tests/test_b.py::test_b": "no CI test command covers it",
+    }
+
+
+def test_launchers_the_audit_cannot_read_make_the_outcome_undecided(tmp_path: Path) -> None:
+    workflow = "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: tox -e py311\n"
+    cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow})
+
+    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+
+    assert outcome.status == "undecided"
+    assert outcome.reason == (
+        "7 of 7 test ids cannot be decided: `tox -e py311`: tox.ini is not read by the audit in job `t` of "
+        ".github/workflows/t.yml"
+    )
+
+
+def test_no_workflows_is_undecided_and_no_inventory_is_undecided(tmp_path: Path) -> None:
+    cfg = workspace(tmp_path, SOURCES)
+    assert audit_ci(tmp_path, cfg, INVENTORY).reason == (
+        "no GitHub Actions workflows in .github/workflows (the audit reads no other CI)"
+    )
+    (tmp_path / ".github/workflows").mkdir(parents=True)
+    (tmp_path / ".github/workflows/t.yml").write_text(
+        "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pytest\n"
+    )
+    empty = audit_ci(tmp_path, cfg, [])
+    assert (empty.status, empty.reason) == ("undecided", "no test inventory to compare with (run `promote test` first)")

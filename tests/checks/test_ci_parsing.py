@@ -1,0 +1,148 @@
+"""The CI audit's readers on their own: shell scripts, -k expressions, `if:` conditions, unittest and pytest args."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from promote.checks import ci_keywords
+from promote.checks.ci_commands import Opaque, classify
+from promote.checks.ci_expr import evaluate_if
+from promote.checks.ci_model import NodeId, Word
+from promote.checks.ci_pytest import PytestRun
+from promote.checks.ci_shell import Invocation, invocations
+from promote.checks.ci_unittest import UnittestRun
+
+
+def commands(script: str, env: dict[str, str | None] | None = None, cwd: str = "") -> list[tuple[str, str | None]]:
+    found = invocations(script, cwd=cwd, env=env or {}, read_script=lambda _: None)
+    return [(" ".join(w.text if w.known else f"?{w.text}" for w in inv.argv), inv.cwd) for inv in found]
+
+
+def test_shell_continuations_chains_cd_heredocs_and_redirections() -> None:
+    script = """\
+set -euo pipefail   # strict
+cd pkg && python -m pytest tests \\
+  --ignore="tests/test stream.py" 2>&1 | tee log
+cat > conf.py <<'EOF'
+pytest this is not a command
+EOF
+if [ -n "$CI" ]; then pytest -k 'not slow' ; fi
+pushd ../other; pytest $ARGS "$ARGS" $(echo x); popd
+"""
+    assert commands(script, {"ARGS": "-x -q"}) == [
+        ("set -euo pipefail", ""),
+        ("python -m pytest tests --ignore=tests/test stream.py", "pkg"),
+        ("tee log", "pkg"),
+        ("cat", "pkg"),
+        ('[ -n ?"$CI" ]', "pkg"),
+        ("pytest -k not slow", "pkg"),
+        ("pytest -x -q -x -q ?$(echo x)", "other"),
+    ]
+
+
+def test_assignments_exports_and_unknown_cd_carry_forward() -> None:
+    script = 'export PYTEST_ADDOPTS="-k fast"\nX=tests\npytest $X\ncd "$HOME"\npytest\n'
+    found = list(invocations(script, cwd="", env={}, read_script=lambda _: None))
+    assert [inv.argv for inv in found] == [(Word("pytest"), Word("tests")), (Word("pytest"),)]
+    assert found[0].getenv("PYTEST_ADDOPTS") == (True, "-k fast")
+    assert found[1].cwd is None
+
+
+@pytest.mark.parametrize(
+    ("expression", "names", "expected"),
+    [
+        ("not device", ["tests", "test_model.py", "test_load"], True),
+        ("not device", ["tests", "test_model.py", "test_Device_leak"], False),
+        ("stream and not (slow or gpu)", ["tests", "test_stream.py", "test_x[cpu]"], True),
+        ("stream and not (slow or gpu)", ["tests", "test_stream.py", "test_x[gpu]"], False),
+        ("test_x[cpu] or nothing", ["test_x[cpu]"], True),
+        ("", ["anything"], True),
+    ],
+)
+def test_keyword_expressions_match_like_pytest(expression: str, names: list[str], expected: bool) -> None:
+    assert ci_keywords.matches(expression, names) is expected
+
+
+@pytest.mark.parametrize("expression", ["a and", "(a", "a b", "name(x=1)", "a == b"])
+def test_keyword_expressions_beyond_the_grammar_are_refused(expression: str) -> None:
+    with pytest.raises(ci_keywords.Unsupported):
+        ci_keywords.matches(expression, ["a"])
+
+
+@pytest.mark.parametrize(
+    ("condition", "value", "repository"),
+    [
+        ("github.repository == 'Me/Name'", True, True),
+        ("${{ github.repository != 'me/name' }}", False, True),
+        ("github.repository_owner == 'upstream' || github.event_name == 'push'", None, True),
+        ("github.repository == 'upstream/x' && github.event_name == 'push'", False, True),
+        ("startsWith(github.repository, 'me/')", True, True),
+        ("always()", True, False),
+        (False, False, False),
+        (None, True, False),
+        ("github.ref == 'refs/heads/main'", None, False),
+    ],
+)
+def test_if_conditions_are_evaluated_only_as_far_as_the_checkout_knows(
+    condition: object, value: bool | None, repository: bool
+) -> None:
+    truth = evaluate_if(condition, "me/name")
+    assert (truth.value, truth.repository) == (value, repository)
+
+
+def test_unittest_discovery_needs_packages_and_the_pattern(tmp_path: Path) -> None:
+    (tmp_path / "tests/sub").mkdir(parents=True)
+    (tmp_path / "tests/deep").mkdir(parents=True)
+    (tmp_path / "tests/sub/__init__.py").write_text("")
+    case = "import unittest\nclass Case(unittest.TestCase):\n    def test_a(self): pass\nclass Plain:\n    pass\n"
+    for name in ("tests/test_top.py", "tests/sub/test_sub.py", "tests/deep/test_deep.py", "tests/check_x.py"):
+        (tmp_path / name).write_text(case)
+    run = UnittestRun.parse((Word("discover"), Word("-s"), Word("tests")), text="t", cwd="", root=tmp_path)
+    verdicts = {
+        test: (d.verdict, d.why)
+        for test in (
+            "tests/test_top.py::Case::test_a",
+            "tests/sub/test_sub.py::Case::test_a",
+            "tests/deep/test_deep.py::Case::test_a",
+            "tests/check_x.py::Case::test_a",
+            "tests/test_top.py::Plain::test_b",
+        )
+        for d in [run.decide(NodeId.parse(test), tmp_path)]
+    }
+    assert verdicts == {
+        "tests/test_top.py::Case::test_a": ("run", ""),
+        "tests/sub/test_sub.py::Case::test_a": ("run", ""),
+        "tests/deep/test_deep.py::Case::test_a": (
+            "dropped",
+            "tests/deep/ has no __init__.py, so `t` does not enter it",
+        ),
+        "tests/check_x.py::Case::test_a": ("dropped", "check_x.py does not match -p test*.py of `t`"),
+        "tests/test_top.py::Plain::test_b": ("dropped", "unittest runs TestCase classes only; Plain is not one"),
+    }
+
+
+def test_pytest_options_with_values_are_not_taken_for_paths(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests/test_a.py").write_text("")
+    args = tuple(Word(a) for a in ["-n", "4", "--cov", "promote", "-qk", "not slow", "--deselect=tests/test_a.py::x"])
+    run = PytestRun.parse(args, text="t", cwd="", root=tmp_path, addopts_env=Word("--ignore=tests/test_b.py"))
+    assert run.paths == (("", "."),)
+    assert run.keyword == "not slow"
+    assert run.deselect == (("tests/test_a.py::x", "tests/test_a.py::x"),)
+    assert run.ignore == (("tests/test_b.py", "tests/test_b.py"),)
+    assert run.unreadable == ()
+
+
+def test_wrappers_are_peeled_down_to_the_test_command(tmp_path: Path) -> None:
+    def kind(*argv: str) -> str:
+        found = classify(Invocation(tuple(Word(a) for a in argv), ""), tmp_path)
+        return type(found).__name__ if not isinstance(found, Opaque) else f"Opaque: {found.why}"
+
+    assert kind("uv", "run", "--with", "x", "pytest") == "PytestRun"
+    assert kind("timeout", "600", "env", "A=1", "coverage", "run", "--branch", "-m", "pytest") == "PytestRun"
+    assert kind(".venv/bin/python3.11", "-X", "dev", "-m", "unittest") == "UnittestRun"
+    assert kind("pytest", "--collect-only") == "NoneType"
+    assert kind("make", "test") == "Opaque: what `make` runs is not read by the audit"
+    assert kind("pip", "install", "pytest") == "NoneType"

@@ -1,0 +1,192 @@
+"""Requirements end to end: the plugin's skips and records, then `promote test` on a package in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from promote.checks.requirement_rules import infer_failure
+from promote.checks.requirements import rules_of
+from promote.config import RequirementsConfig
+from promote.stations import Station
+from tests.helpers.cli import run
+from tests.helpers.packages import write_package
+from tests.runners.support import record
+
+pytestmark = pytest.mark.slow
+pytest_plugins = ["pytester"]
+mx = pytest.importorskip("mlx.core")
+pytest.importorskip("huggingface_hub")
+HAS_GPU = mx.metal.is_available() or mx.is_available(mx.gpu)
+
+CONFTEST = """
+    import os
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def big_model():
+        with open(os.path.join(os.environ["MODELS"], "qwen3-27b-4bit", "config.json")) as f:
+            return f.read()
+"""
+
+TESTS = """
+    import os
+    import pytest
+    from huggingface_hub import hf_hub_download, snapshot_download
+
+    OTHER = "org/other-model"
+
+    def fetch(repo):
+        return hf_hub_download(repo, "config.json")
+
+    def test_hub():
+        snapshot_download(repo_id="mlx-community/not-cached-4bit")
+
+    def test_hub_indirect():
+        fetch(OTHER)
+
+    def test_big_1(big_model):
+        pass
+
+    def test_big_2(big_model):
+        pass
+
+    def test_checkpoint_file():
+        import mlx.core as mx
+        mx.load(os.path.join(os.environ["MODELS"], "llama-70b", "model.safetensors"))
+
+    def test_metal():
+        import mlx.core as mx
+        mx.set_default_device(mx.gpu)
+        mx.set_default_device(mx.cpu)
+
+    @pytest.mark.requires("checkpoint:qwen3-27b-4bit", device="metal", memory_gb=64)
+    def test_declared():
+        raise AssertionError("a test its station cannot run must not start")
+
+    def test_missing_module():
+        import flash_attn_mlx
+
+    def test_genuine():
+        assert 1 + 1 == 3
+
+    def test_passes():
+        pass
+"""
+
+
+def offline_env(tmp_path: Path) -> dict[str, str]:
+    # An empty Hugging Face home: nothing real is read, and offline mode downloads nothing.
+    return {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-empty"), "MODELS": str(tmp_path / "models")}
+
+
+def test_plugin_skips_what_the_station_lacks_and_records_requirements_fixture_and_excerpt(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in offline_env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    pytester.makeconftest(CONFTEST)
+    bad_marker = "\n@pytest.mark.requires(gpu=True)\ndef test_bad_marker():\n    pass\n"
+    pytester.makepyfile(test_req=textwrap.dedent(TESTS) + bad_marker)
+    station = pytester.path / "station.json"
+    station.write_text(json.dumps(Station("dev", "linux-x86_64", ("cpu",), 16.0, local=True).to_json()))
+
+    tests = record(pytester, "--promote-station", str(station), subprocess=True).tests()
+
+    declared = tests["test_req.py::test_declared"]
+    assert (declared.outcome, declared.requirements) == (
+        "skipped",
+        ("checkpoint:qwen3-27b-4bit", "device:metal", "memory:64"),
+    )
+    assert declared.skip_reason == (
+        "Skipped: requires checkpoint:qwen3-27b-4bit, device:metal, memory:64: not on station dev"
+    )
+    assert [tests[f"test_req.py::test_big_{i}"].fixture for i in (1, 2)] == ["conftest.py::big_model"] * 2
+    assert tests["test_req.py::test_hub"].fixture is None
+    bad = tests["test_req.py::test_bad_marker"]
+    assert bad.outcome == "error" and "unknown keyword 'gpu'" in (bad.longrepr or "")
+    # The excerpt keeps what names the repo even where the long traceback is cut.
+    rules = rules_of(RequirementsConfig())
+    hub, indirect = tests["test_req.py::test_hub"], tests["test_req.py::test_hub_indirect"]
+    assert infer_failure(hub.excerpt or "", rules) == "hub:mlx-community/not-cached-4bit"
+    assert infer_failure(indirect.excerpt or "", rules) == "hub:org/other-model"
+    assert len(hub.excerpt or "") < len(hub.longrepr or "")
+
+
+def write_project(root: Path, training_resources: list[str]) -> None:
+    write_package(root, "req", {"conftest.py": CONFTEST, "test_req.py": TESTS})
+    env = ", ".join(f'{k} = "{v}"' for k, v in offline_env(root).items())
+    resources = ", ".join(f'"{r}"' for r in training_resources)
+    (root / "promote.toml").write_text(
+        f'[promote]\ntrunk = "main"\n\n[[promote.packages]]\nname = "req"\npath = "req"\nenv = {{ {env} }}\n\n'
+        f'[promote.stations.training]\nplatform = "darwin-arm64"\ndevices = ["metal", "cpu"]\nmemory_gb = 128\n'
+        f'resources = [{resources}]\nssh = "bert@training.local"\n\n'
+        '[promote.requirements]\nmodel_dirs = ["models"]\n'
+    )
+    (root / "models").mkdir()
+
+
+BOUND_CHECKPOINT = ("station-bound", ["checkpoint:qwen3-27b-4bit"], ["training"], "conftest.py::big_model")
+NO_CHECKPOINT = ("impossible-requirement", ["checkpoint:qwen3-27b-4bit"], [], "conftest.py::big_model")
+
+
+@pytest.mark.parametrize(
+    ("resources", "big", "declared"),
+    [
+        (
+            ["checkpoint:qwen3-27b-4bit"],
+            BOUND_CHECKPOINT,
+            ("station-bound", ["checkpoint:qwen3-27b-4bit", "device:metal", "memory:64"], ["training"], None),
+        ),
+        # Metal and 64 GB are on training; the checkpoint alone is nowhere, so it alone is named.
+        ([], NO_CHECKPOINT, ("impossible-requirement", ["checkpoint:qwen3-27b-4bit"], [], None)),
+    ],
+    ids=["training-has-the-checkpoint", "no-station-has-it"],
+)
+def test_promote_test_blocks_what_no_station_or_only_some_can_run_and_keeps_genuine_failures(
+    tmp_path: Path, resources: list[str], big: tuple[object, ...], declared: tuple[object, ...]
+) -> None:
+    write_project(tmp_path, resources)
+
+    result = run(tmp_path, "test")
+    human = result.stdout
+    # The run's stored JSON is what `--json` prints; one run serves both.
+    results = Path(next(line for line in human.splitlines() if line.startswith("results: ")).split(": ", 1)[1])
+    report = json.loads((results / "run.json").read_text())
+
+    assert result.exit_code == 1
+    pkg = report["packages"][0]
+    metal = [] if HAS_GPU else [("test_req.py::test_metal", ("station-bound", ["device:metal"], ["training"], None))]
+    expected = [
+        ("test_req.py::test_hub", ("impossible-requirement", ["hub:mlx-community/not-cached-4bit"], [], None)),
+        ("test_req.py::test_hub_indirect", ("impossible-requirement", ["hub:org/other-model"], [], None)),
+        ("test_req.py::test_big_1", big),
+        ("test_req.py::test_big_2", big),
+        ("test_req.py::test_checkpoint_file", ("impossible-requirement", ["checkpoint:llama-70b"], [], None)),
+        *metal,
+        ("test_req.py::test_declared", declared),
+        ("test_req.py::test_missing_module", ("missing-package", ["package:flash_attn_mlx"], [], None)),
+    ]
+    blocked = [(b["test"], (b["check"], b["requirements"], b["stations"], b["fixture"])) for b in pkg["blocked_tests"]]
+    assert blocked == expected
+    passed = 2 if HAS_GPU else 1
+    assert (pkg["passed"], pkg["failed"], pkg["errors"], pkg["skipped"], pkg["blocked"]) == (
+        passed,
+        1,
+        0,
+        0,
+        8 + 1 - passed,
+    )
+    # Blocked tests are not rerun or bisected; the genuine failure is.
+    assert [r["test"] for r in pkg["reruns"]] == ["test_req.py::test_genuine"]
+    assert pkg["blocked_by"]["hub:org/other-model"] == 1
+    assert report["stations"]["local"] == "local"
+    checks = {f["check"] for f in report["findings"]}
+    assert checks >= {"impossible-requirement", "missing-package"}
+    assert "  req: 1 blocked: hub:mlx-community/not-cached-4bit not on any station" in human.splitlines()
+    lines = human.splitlines()
+    failed = lines[lines.index("failed:") + 1 : lines.index("findings:") - 1]
+    assert failed == ["  req: test_req.py::test_genuine (failed)"]

@@ -1,0 +1,94 @@
+"""`promote demo` as the project's end-to-end test: every planted problem found at its cause, and nothing else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from promote.demo import build as demo_build
+from promote.demo.run import PLANTED
+from tests.helpers.cli import run
+from tests.helpers.gitrepos import git
+
+DEBUG = "tests/test_debug.py::test_eager_verification_matches_the_compiled_run"
+DRAIN = "tests/test_drain.py::test_a_drained_backend_gets_no_traffic"
+ROUTING = "tests/test_routing.py::test_the_serving_box_answers_when_everything_is_up"
+FIXTURE = "tests/conftest.py::target_27b"
+CI = ".github/workflows/ci.yml"
+
+# (check, severity, subject, cause) of every finding the audit of the example must make, and no other.
+EXPECTED = [
+    ("ci-filtered", "error", "packages/sanctum-mlx/tests/test_checkpoint.py",
+     f"--ignore=tests/test_checkpoint.py in job `test` of {CI}"),
+    ("ci-unreachable-runner", "error", f"{CI}: job parity-on-metal", None),
+    ("impossible-requirement", "error", FIXTURE, FIXTURE),
+    ("leaked-state", "error", DRAIN, DRAIN),
+    ("leaked-state", "warning", DEBUG, DEBUG),
+    ("order-dependent", "error", ROUTING, DRAIN),
+    ("undocumented-feature", "error", "DFlash2", None),
+    ("undocumented-feature", "error", "SANCTUM_MLX_DFLASH2", None),
+]  # fmt: skip
+
+
+def test_templates_are_never_python_that_pytest_mypy_or_ruff_would_pick_up() -> None:
+    files = [p for p in demo_build.TEMPLATES.rglob("*") if p.is_file()]
+    assert files
+    assert [p for p in files if not p.name.endswith(demo_build.SUFFIX)] == []
+
+
+def test_the_workspace_is_built_as_planned_without_any_git_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(key)
+    example = demo_build.build(tmp_path / "demo")
+
+    result = run(example.repo, "check", "--json")
+
+    assert result.exit_code == 0
+    report = json.loads(result.stdout)
+    mirrors = {m["name"]: (m["status"], m["behind"], m["discard"]) for m in report["mirrors"]}
+    assert mirrors == {
+        "origin": ("up-to-date", 0, 0),
+        "mini": ("up-to-date", 0, 0),
+        "station": ("up-to-date", 0, 0),
+        "laptop": ("fast-forward", 3, 0),
+    }
+    assert (report["drift"]["status"], report["drift"]["binary_unchanged"]) == ("test-only", True)
+    assert git(example.repo, "log", "-1", "--format=%an <%ae>") == "Sanctum Team <team@sanctum.example>"
+    assert git(example.repo, "status", "--porcelain") == ""
+    assert git(example.docs, "ls-files").splitlines() == ["docs/index.md", "docs/proxy.md", "docs/serving.md"]
+
+
+def test_keep_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
+    (tmp_path / "mine.txt").write_text("not the demo's")
+
+    result = run(tmp_path, "demo", "--keep", str(tmp_path))
+
+    assert result.exit_code == 2
+    assert "is not empty" in result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["mine.txt"]
+
+
+@pytest.mark.slow
+def test_the_demo_finds_every_planted_problem_at_its_cause_and_nothing_else(tmp_path: Path) -> None:
+    pytest.importorskip("mlx_lm")
+    keep = tmp_path / "demo"
+
+    result = run(tmp_path, "demo", "--keep", str(keep))
+
+    assert result.exit_code == 0, result.output
+    [page] = (keep / "sanctum" / ".promote" / "runs").glob("*/evidence.json")
+    doc = json.loads(page.read_text())
+    found = sorted((f["check"], f["severity"], f["subject"], f["cause"]) for f in doc["findings"])
+    assert found == EXPECTED
+    gates = {k: g["status"] for k, g in doc["gates"].items()}
+    assert gates == {"tested": "fail", "docs": "fail", "merged": "fail", "deployed": "pass"}
+    assert any("laptop lacks 3 commit(s)" in line for line in doc["gates"]["merged"]["evidence"])
+    out = result.stdout
+    assert [line.split()[0] for line in out.splitlines() if line.startswith("  found ")] == ["found"] * len(PLANTED)
+    assert "MISSED" not in out
+    assert str(page.parent / "evidence.md") in out
+    assert "demo: building the example workspace" in result.stderr
