@@ -11,7 +11,8 @@ from promote import deltas as deltas_mod
 from promote import evidence, gates, intoto, journal
 from promote.check import CheckResult, check
 from promote.checks import CheckOutcome
-from promote.checks.ci import audit_ci
+from promote.checks.ci import outcome as ci_outcome
+from promote.checks.ci import survey_ci
 from promote.checks.deployed import audit_deployed
 from promote.checks.docs import audit_docs
 from promote.errors import ConfigError
@@ -75,8 +76,11 @@ def last_merge(root: Path, candidate: str) -> str | None:
 
 def run_checks(ws: Workspace, result: CheckResult, run: RunResult | None) -> dict[str, CheckOutcome]:
     cfg = ws.config
-    deployed = audit_deployed(ws.repo, cfg, result.candidate)
-    outcomes = {"ci": audit_ci(ws.repo.root, cfg, inventory(ws, run)), "deployed": deployed}
+    outcomes = {"deployed": audit_deployed(ws.repo, cfg, result.candidate)}
+    report = survey_ci(ws.repo.root, cfg, inventory(ws, run))
+    # A repository without CI workflows has nothing for the CI audit to judge; the gate says so instead.
+    if report.workflows:
+        outcomes["ci"] = ci_outcome(report)
     if cfg.docs is not None:
         deployed_sha = result.drift.sha if result.drift else None
         outcomes["docs"] = audit_docs(ws.repo.root, cfg, deployed_sha)
@@ -113,7 +117,7 @@ def audit(
     )
     deltas = deltas_mod.compare(stored, history.previous(stored))
     decided = {
-        "tested": gates.tested(run, deltas, outcomes.get("ci")),
+        "tested": gates.tested(run, deltas, outcomes.get("ci")),  # None: no CI workflows to audit
         "docs": gates.from_check(outcomes.get("docs"), "no [promote.docs] configured: no docs were checked"),
         "merged": gates.merged(result, last_merge(cfg.root, result.candidate)),
         "deployed": gates.from_check(outcomes.get("deployed"), "no deployed ref configured"),

@@ -54,7 +54,9 @@ def tested(run: RunResult | None, deltas: Deltas | None, ci: CheckOutcome | None
         if deltas.filtered:
             statuses.append(FAIL)
             lines += [f"filtered, not fixed: {d.nodeid} ({d.before} -> {d.after})" for d in deltas.filtered]
-    if ci is not None:
+    if ci is None:
+        lines.append("CI: no GitHub Actions workflows, so no CI job was audited")
+    else:
         statuses.append(ci.status)
         lines += [f"CI: {line}" for line in (ci.reason, *ci.evidence) if line]
     return Gate(worst(statuses), tuple(lines))

@@ -56,7 +56,8 @@ def failed_tests(result: PackageResult) -> list[str]:
     ids: list[str] = []
     for t in result.tests:
         top = t.parent or t.nodeid
-        if t.outcome in FAILED and top not in skip and top not in ids:
+        # index 0: a module that failed to collect; there is no test to rerun.
+        if t.outcome in FAILED and t.index > 0 and top not in skip and top not in ids:
             ids.append(top)
     return ids
 

@@ -19,15 +19,21 @@ def page_path(docs: DocsConfig, *, run_id: str, commit: str) -> str:
     return path
 
 
+def preflight(docs: DocsConfig, *, run_id: str, commit: str) -> str:
+    """The page's path, once the docs repository is known to take it; checked before any test runs."""
+    repo = Repo(docs.repo)
+    rel = page_path(docs, run_id=run_id, commit=commit)
+    if repo.out("status", "--porcelain", "--untracked-files=all", "--", rel).strip():
+        raise UsageError(
+            f"{repo.root / rel} has uncommitted changes in the docs repository; commit or stash them first"
+        )
+    return rel
+
+
 def publish(docs: DocsConfig, markdown: str, *, run_id: str, commit: str, verdict: str, push: bool) -> str:
     """Commit the page in the docs repository; refuse when the target has uncommitted changes."""
     repo = Repo(docs.repo)
-    rel = page_path(docs, run_id=run_id, commit=commit)
-    dirty = repo.out("status", "--porcelain", "--", rel).strip()
-    if dirty:
-        raise UsageError(
-            f"{docs.repo / rel} has uncommitted changes in the docs repository; commit or stash them first"
-        )
+    rel = preflight(docs, run_id=run_id, commit=commit)
     target = repo.root / rel
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(markdown, encoding="utf-8")

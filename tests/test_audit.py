@@ -19,6 +19,7 @@ pytest.importorskip("mlx.core")
 
 KERNEL = """
     import mlx.core as mx
+    import pytest
 
     def test_matmul():
         a = mx.ones((4, 4))
@@ -36,18 +37,14 @@ KERNEL = """
 # A name with markup is not a valid Python identifier; the hostile id comes from a parameter instead.
 KERNEL = KERNEL.replace(
     "def test_<script>alert(1)</script>_name_is_hostile():\n        pass",
-    "import pytest\n\n    @pytest.mark.parametrize('label', ['<script>alert(1)</script>'])\n"
+    "@pytest.mark.parametrize('label', ['<script>alert(1)</script>'])\n"
     "    def test_hostile(label):\n        assert label, '**bold** | <img src=x onerror=alert(2)>'",
 )
 
 
-def workspace(tmp_path: Path, *, parity: str, warmup: str, skip_warmup: bool = False) -> Fleet:
+def workspace(tmp_path: Path, *, parity: str, warmup: str) -> Fleet:
     fleet = make_fleet(tmp_path, names=("origin", "mini"))
     files = {"test_kernel.py": KERNEL.format(parity=parity, warmup=warmup)}
-    if skip_warmup:
-        files["test_kernel.py"] = files["test_kernel.py"].replace(
-            "    def test_cache_warmup():", "    @pytest.mark.skip(reason='flaky on CI')\n    def test_cache_warmup():"
-        )
     write_package(fleet.work, "packages/kernel", files)
     write_package(fleet.work, "packages/proxy", {"test_proxy.py": "def test_route():\n    assert True\n"})
     docs = tmp_path / "docs"
@@ -89,8 +86,8 @@ def test_two_audits_credit_the_fix_and_catch_the_skip(tmp_path: Path) -> None:
     (fleet.work / "packages/kernel/test_kernel.py").write_text(
         (fleet.work / "packages/kernel/test_kernel.py")
         .read_text()
-        .replace("assert 1 == 2\n\n    def test_cache", "assert 2 == 2\n\n    def test_cache")
-        .replace("    def test_cache_warmup():", "    @pytest.mark.skip(reason='flaky on CI')\n    def test_cache_warmup():")
+        .replace("assert 1 == 2\n\ndef test_cache", "assert 2 == 2\n\ndef test_cache")
+        .replace("def test_cache_warmup():", "@pytest.mark.skip(reason='flaky on CI')\ndef test_cache_warmup():")
     )
     commit(fleet.work, "fix parity, skip warm-up")
     for mirror in fleet.mirrors:

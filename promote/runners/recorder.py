@@ -96,6 +96,24 @@ class Recorder:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.progress.collected(len(session.items))
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # A module that cannot even be imported ran no test: it must show up as an error, not as nothing.
+        if not report.failed:
+            return
+        thread = threading.current_thread()
+        record = TestRecord(
+            nodeid=report.nodeid or "<collection>",
+            outcome="error",
+            duration_s=0.0,
+            worker=self.worker,
+            index=0,
+            thread_name=thread.name,
+            thread_id=thread.ident or 0,
+            longrepr=outcomes.truncate(str(report.longrepr)),
+        )
+        self.records.append(record)
+        self.progress.finish(record.nodeid, 0, "error", records=[asdict(record)])
+
     def pytest_collectstart(self, collector: pytest.Collector) -> None:
         self.where, self.phase = collector.nodeid, "collection"
 

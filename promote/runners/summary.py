@@ -206,6 +206,11 @@ def summarize(
         lost += [(n, f"{done.part}/{w}") for n, w in crashed_tests(done.out_dir) if n not in finished]
         tests += part_tests
         findings += [f for w in workers for f in w.findings] + saved_findings
+    tests, collection_errors = _collection_errors(tests)
+    findings += [
+        Finding("package-error", "error", t.nodeid, f"pytest could not collect {t.nodeid}: {_last_line(t.longrepr)}")
+        for t in collection_errors
+    ]
     crashed = [(n, w) for n, w in lost if n not in timed_out]
     findings += [crash_finding(n, w) for n, w in crashed]
     findings += [timeout_finding(n, timeout_s) for n in sorted(timed_out)]
@@ -229,6 +234,24 @@ def summarize(
         counts=dict(counts),
         subtests=dict(Counter(t.outcome for t in counted if t.parent is not None)),
     )
+
+
+def _collection_errors(tests: list[TestRecord]) -> tuple[list[TestRecord], list[TestRecord]]:
+    """(the records with each collection error once, those errors): every xdist worker reports its own copy."""
+    kept: list[TestRecord] = []
+    errors: dict[str, TestRecord] = {}
+    for t in tests:
+        if t.index == 0 and t.outcome == "error":
+            if t.nodeid in errors:
+                continue
+            errors[t.nodeid] = t
+        kept.append(t)
+    return kept, list(errors.values())
+
+
+def _last_line(text: str | None) -> str:
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "no details"
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
