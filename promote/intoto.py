@@ -13,7 +13,7 @@ PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
 def statement(pkg: PackageResult, *, repo_url: str, commit: str, run_id: str) -> dict[str, Any]:
     """One package's results as an in-toto Statement; blocked tests are listed apart from the rest."""
     top = [t for t in pkg.tests if t.parent is None]
-    blocked = set(getattr(pkg, "blocked_tests", ()))
+    blocked = set(pkg.blocked_tests)
     crashed = set(pkg.crashed_tests)
     passed = [t.nodeid for t in top if t.outcome in ("passed", "xpassed") and t.nodeid not in blocked]
     failed = [t.nodeid for t in top if t.outcome in ("failed", "error") and t.nodeid not in blocked]

@@ -17,7 +17,7 @@ def outcomes_of(run: RunResult | None) -> tuple[TestOutcome, ...]:
         return ()
     found = []
     for p in run.packages:
-        blocked = set(getattr(p, "blocked_tests", ()))
+        blocked = set(p.blocked_tests)
         for t in p.tests:
             if t.parent is None:
                 outcome = "blocked" if t.nodeid in blocked else t.outcome

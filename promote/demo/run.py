@@ -30,8 +30,8 @@ class Planted:
 PLANTED = (
     Planted(
         "leaked-state", "test_debug.py",
-        "sanctum-mlx: a debug test switches MLX compile off and never back on; a sampler test 11 tests later "
-        "needs it on (leaks = \"restore\": promote puts it back and names the test)",
+        "sanctum-mlx: a debug test switches MLX compile off and never back on; a sampler test further down "
+        "the alphabet needs it on (leaks = \"restore\": promote puts it back and names the test)",
     ),
     Planted(
         "order-dependent", "test_drain.py",
@@ -42,7 +42,7 @@ PLANTED = (
         "impossible-requirement", "qwen3-27b-4bit",
         "sanctum-mlx: a fixture needs a 27B checkpoint that no station has, to test an error path",
     ),
-    Planted("ci-filtered", "test_checkpoint.py", "CI skips that module with --ignore"),
+    Planted("ci-filtered", "test_checkpoint.py", "CI leaves the module with that test out (--ignore)"),
     Planted(
         "ci-unreachable-runner", "parity-on-metal",
         "CI's Metal parity job asks for a [self-hosted, macos] runner the repository does not have",
