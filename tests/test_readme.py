@@ -59,3 +59,23 @@ def test_pre_commit_hook_id_matches_the_manifest() -> None:
     manifest = yaml.safe_load((Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text())
     assert manifest[0]["id"] == "promote-check"
     assert manifest[0]["entry"] == "promote check"
+
+
+CONTRACT_CHECKS = {
+    "mirror-diverged", "mirror-missing", "mirror-unreachable", "trunk-behind-deployed", "undeployed-change",
+    "leaked-state", "cross-thread-stream", "order-dependent", "worker-crash", "impossible-requirement",
+    "station-bound", "missing-package", "ci-filtered", "ci-unreachable-runner", "undocumented-feature",
+    "filtered-not-fixed",
+}  # fmt: skip
+
+
+def test_every_finding_promote_emits_is_explained() -> None:
+    explained = set(re.findall(r"^\| `([a-z-]+)` \|", README, flags=re.M))
+    emitted: set[str] = set()
+    for path in (Path(__file__).parent.parent / "promote").rglob("*.py"):
+        text = path.read_text()
+        emitted |= set(re.findall(r'Finding\(\s*"([a-z-]+)"', text))
+        emitted |= set(re.findall(r'check="([a-z-]+)"', text))
+    assert len(emitted) > 15
+    assert emitted <= explained
+    assert explained >= CONTRACT_CHECKS
