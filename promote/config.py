@@ -395,9 +395,7 @@ class _Parser:
                     identity=None if identity is None else str(self.path.parent / Path(identity).expanduser()),
                     python=self.get(tbl, "python", where, _is_str, "a path to python on the station", None),
                     workdir=self.get(tbl, "workdir", where, _is_str, "a directory on the station", None),
-                    ssh_options=tuple(
-                        self.get(tbl, "ssh_options", where, _is_str_list, "a list of ssh arguments", [])
-                    ),
+                    ssh_options=tuple(self.get(tbl, "ssh_options", where, _is_str_list, "a list of ssh arguments", [])),
                     sync=sync,
                 )
             )

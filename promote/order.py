@@ -52,7 +52,7 @@ def prefix_of(victim: str, worker_orders: list[list[str]]) -> list[str] | None:
 def failed_tests(result: PackageResult) -> list[str]:
     """Top-level ids of tests that failed (or whose subtests failed); crashes and timeouts excluded."""
     skip = set(result.crashed_tests) | {f.subject for f in result.findings if f.check == "timeout"}
-    skip |= {b.test for b in result.blocked_tests}  # a missing requirement, not an earlier test, stopped these
+    skip |= set(result.blocked_tests)  # a missing requirement, not an earlier test, stopped these
     ids: list[str] = []
     for t in result.tests:
         top = t.parent or t.nodeid
@@ -96,7 +96,10 @@ def investigate(pkg: PackageConfig, result: PackageResult, budget: Budget) -> Pa
     victims = failed_tests(result)
     if not victims:
         return result
-    rerunner = Rerunner(pkg, pkg.python or sys.executable, result.out_dir / "reruns")
+    station = result.out_dir.parent / "station.json"
+    rerunner = Rerunner(
+        pkg, pkg.python or sys.executable, result.out_dir / "reruns", station if station.is_file() else None
+    )
     worker_orders = orders(result.out_dir)
     leaks = [f for f in result.findings if f.check == "leaked-state"]
     verdicts = []

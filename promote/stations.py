@@ -40,7 +40,11 @@ class Station:
             # On Apple silicon Metal is the GPU.
             return value in self.devices or (value == "gpu" and "metal" in self.devices)
         if kind == "memory":
-            return bool(value) and self.memory_gb is not None and self.memory_gb >= float(value)
+            # A bare `memory` (ran out of it) is relative to where it ran; see checks.requirements.
+            try:
+                return self.memory_gb is not None and self.memory_gb >= float(value)
+            except ValueError:
+                return False
         if kind == "platform":
             return self.platform == value
         return requirement in self.resources

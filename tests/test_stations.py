@@ -49,6 +49,7 @@ def test_a_station_has_devices_memory_platform_and_named_resources() -> None:
     assert [mac.has(r) for r in ("platform:darwin-arm64", "platform:linux-x86_64")] == [True, False]
     assert mac.lacking(["checkpoint:qwen3-27b-4bit", "hub:org/x", "device:metal"]) == ("hub:org/x",)
     assert not Station("unknown").has("memory:1")
+    assert not mac.has("memory") and not mac.has("memory:lots")
 
 
 def test_requires_marker_arguments_become_requirement_strings() -> None:

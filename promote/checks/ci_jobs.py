@@ -93,7 +93,8 @@ def plan(job: Job, root: Path, ci: CIConfig, repository: str | None, noxfiles: d
         missing = [x for x in job.labels if not available(x, ci)]
         if missing and ci.runners is None:
             # Which self-hosted runners the repository has is unknown until [promote.ci] runners says.
-            why = f"needs runner [{', '.join(job.labels)}]; set [promote.ci] runners to say whether this repository has it"
+            labels = ", ".join(job.labels)
+            why = f"needs runner [{labels}]; set [promote.ci] runners to say whether this repository has it"
             return JobPlan(job, MAYBE, why, commands)
         if missing:
             have = ", ".join(ci.runners or ()) or "none configured"

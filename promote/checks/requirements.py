@@ -87,12 +87,13 @@ def classify(result: PackageResult, inventory: Inventory, rules: Sequence[Rule])
     for b in found.values():
         counts[b.outcome] -= 1
         counts["blocked"] += 1
-    tests = tuple(found.values())
+    blockers = tuple(found.values())
     return replace(
         result,
         counts={k: n for k, n in counts.items() if n},
-        blocked_tests=tests,
-        findings=result.findings + findings(tests, inventory.local.name),
+        blocked_tests=tuple(found),
+        blockers=blockers,
+        findings=result.findings + findings(blockers, inventory.local.name),
     )
 
 
@@ -132,7 +133,7 @@ def blocked_summary(result: PackageResult) -> list[str]:
     """What blocks how many tests, e.g. "64 blocked: hub:org/model not on any station"."""
     lines = []
     for blocker, n in result.blocked_by.items():
-        b = next(b for b in result.blocked_tests if b.blocker == blocker)
+        b = next(b for b in result.blockers if b.blocker == blocker)
         if b.check == MISSING_PACKAGE:
             where = "not installed here"
         elif b.check == IMPOSSIBLE:

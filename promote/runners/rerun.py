@@ -22,10 +22,12 @@ class RerunError(PromoteError):
 class Rerunner:
     """Runs `prefix + [victim]` in a new process each time; every rerun keeps its own directory."""
 
-    def __init__(self, pkg: PackageConfig, python: str, base: Path) -> None:
+    def __init__(self, pkg: PackageConfig, python: str, base: Path, station: Path | None = None) -> None:
         self.pkg = pkg
         self.python = python
         self.base = base
+        # The same station inventory as the run: a test it cannot run is skipped in reruns too.
+        self.station = station
         self.invocations = 0
 
     def _pytest(self, out_dir: Path, *options: str) -> subprocess.CompletedProcess[bytes]:
@@ -37,6 +39,8 @@ class Rerunner:
             "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
             *options, *self.pkg.args,
         ]  # fmt: skip
+        if self.station is not None:
+            cmd += ["--promote-station", str(self.station)]
         with (out_dir / "pytest.log").open("wb") as log:
             return subprocess.run(
                 cmd,

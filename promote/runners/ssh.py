@@ -83,11 +83,11 @@ class Target:
 
     def git_url(self, path: str) -> str:
         """An ssh:// URL of a repository at the absolute `path` on the station (port and key: GIT_SSH_COMMAND)."""
-        return f"ssh://{self.rsync_destination}{path}"
+        return f"ssh://{self.host_spec}{path}"
 
     @property
-    def rsync_destination(self) -> str:
-        """`user@host` as rsync parses it: an IPv6 address in brackets."""
+    def host_spec(self) -> str:
+        """`user@host` as URLs and rsync spell it: an IPv6 address in brackets."""
         user, at, host = self.destination.rpartition("@")
         return f"{user}{at}[{host}]" if ":" in host else self.destination
 

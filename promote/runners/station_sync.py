@@ -123,7 +123,7 @@ def rsync(target: Target, repo: Path, workdir: str) -> None:
         "--exclude=/.git/", "--exclude=/.promote/", f"--exclude=/{LIB}/", f"--exclude=/{OUT}/",
         # rsync splits -e into words itself, honouring quotes like a shell.
         "-e", shlex.join(target.ssh_command()),
-        "--", f"{repo}/", f"{target.rsync_destination}:{workdir}/",
+        "--", f"{repo}/", f"{target.host_spec}:{workdir}/",
     ]  # fmt: skip
     try:
         done = subprocess.run(cmd, capture_output=True, stdin=subprocess.DEVNULL, timeout=PREPARE_TIMEOUT_S)
@@ -154,9 +154,10 @@ def install(target: Target, workdir: str, sha: str | None, package_dir: str) -> 
     if reply.status == 255 or reply.status < 0:
         raise _fail(target, connection_failure(target, reply))
     if not reply.ok:
+        source = f"commit {sha[:12]} (is the package committed?)" if sha else "the copied tree"
         what = {
             95: f"cannot check out {(sha or '')[:12]} in {workdir}",
-            96: f"the package directory is not in the synced tree ({package_dir})",
+            96: f"{package_dir} is not in {source}",
             97: f"cannot unpack the promote plugin into {lib}",
             98: "cannot detect its inventory with the promote plugin",
         }.get(reply.status, "preparing the run failed")

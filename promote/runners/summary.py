@@ -58,7 +58,8 @@ class PackageResult:
     counts: dict[str, int] = field(default_factory=dict)
     subtests: dict[str, int] = field(default_factory=dict)
     verdicts: tuple[Verdict, ...] = ()
-    blocked_tests: tuple[Blocked, ...] = ()
+    blocked_tests: tuple[str, ...] = ()  # ids of the tests counted as blocked
+    blockers: tuple[Blocked, ...] = ()  # why each of them is blocked
 
     @property
     def passed(self) -> int:
@@ -84,7 +85,7 @@ class PackageResult:
     @property
     def blocked_by(self) -> dict[str, int]:
         """How many tests each missing requirement blocks, most first."""
-        return dict(Counter(b.blocker for b in self.blocked_tests).most_common())
+        return dict(Counter(b.blocker for b in self.blockers).most_common())
 
     @property
     def crashed(self) -> int:
@@ -128,7 +129,7 @@ class PackageResult:
                 }
                 for v in self.verdicts
             ],
-            "blocked_tests": [b.to_json() for b in self.blocked_tests],
+            "blockers": [b.to_json() for b in self.blockers],
         }
 
 

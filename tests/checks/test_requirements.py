@@ -203,12 +203,13 @@ def test_a_checkpoint_one_station_has_is_station_bound_and_counts_as_blocked() -
 
     result = classify(package(), fleet(mac, linux), RULES_WITH_MODELS)
 
-    assert [(b.test, b.check, b.requirements, b.stations, b.fixture) for b in result.blocked_tests] == [
+    assert [(b.test, b.check, b.requirements, b.stations, b.fixture) for b in result.blockers] == [
         ("test_a.py::test_big_1", "station-bound", ("checkpoint:qwen3-27b",), ("training",), "conftest.py::big_model"),
         ("test_a.py::test_big_2", "station-bound", ("checkpoint:qwen3-27b",), ("training",), "conftest.py::big_model"),
         ("test_a.py::test_declared", "station-bound", ("device:metal",), ("training",), None),
         ("test_a.py::test_import", "missing-package", ("package:flash_attn_mlx",), (), None),
     ]
+    assert result.blocked_tests == tuple(b.test for b in result.blockers)
     # The genuine failure stays failed; a hub model this station has cannot explain a failure either.
     assert (result.passed, result.failed, result.errors, result.skipped, result.blocked) == (1, 2, 0, 0, 4)
     assert result.blocked_by == {"checkpoint:qwen3-27b": 2, "device:metal": 1, "package:flash_attn_mlx": 1}
@@ -250,8 +251,8 @@ def test_running_out_of_memory_is_bound_to_stations_with_more_memory() -> None:
     big = Station("training", "darwin-arm64", ("metal",), 128)
     small = Station("ci", "linux-x86_64", ("cpu",), 8)
 
-    bound = classify(package(oom), fleet(big, small), RULES).blocked_tests
-    impossible = classify(package(oom), fleet(small), RULES).blocked_tests
+    bound = classify(package(oom), fleet(big, small), RULES).blockers
+    impossible = classify(package(oom), fleet(small), RULES).blockers
 
     assert [(b.check, b.stations) for b in bound] == [("station-bound", ("training",))]
     assert [(b.check, b.requirements) for b in impossible] == [("impossible-requirement", ("memory",))]

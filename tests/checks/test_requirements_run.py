@@ -170,7 +170,7 @@ def test_promote_test_blocks_what_no_station_or_only_some_can_run_and_keeps_genu
         ("test_req.py::test_declared", declared),
         ("test_req.py::test_missing_module", ("missing-package", ["package:flash_attn_mlx"], [], None)),
     ]
-    blocked = [(b["test"], (b["check"], b["requirements"], b["stations"], b["fixture"])) for b in pkg["blocked_tests"]]
+    blocked = [(b["test"], (b["check"], b["requirements"], b["stations"], b["fixture"])) for b in pkg["blockers"]]
     assert blocked == expected
     passed = 2 if HAS_GPU else 1
     assert (pkg["passed"], pkg["failed"], pkg["errors"], pkg["skipped"], pkg["blocked"]) == (

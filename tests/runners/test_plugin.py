@@ -84,8 +84,9 @@ def test_progress_log_has_a_start_and_finish_per_test_and_a_clean_end(pytester: 
 
     events = read_progress(progress_path(out_dir(pytester), "main"))
     kinds = [e.event for e in events]
-    assert kinds[0] == "session" and kinds[-1] == "end"
-    assert kinds[1:-1] == ["start", "finish"] * 7
+    assert kinds[:2] == ["session", "collected"] and kinds[-1] == "end"
+    assert events[1].count == 7
+    assert kinds[2:-1] == ["start", "finish"] * 7
     assert [e.outcome for e in events if e.event == "finish"][:3] == ["passed", "failed", "error"]
     assert unfinished(events) == []
 
