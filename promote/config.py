@@ -1,16 +1,25 @@
-"""Load and validate `promote.toml` or `[tool.promote]` in `pyproject.toml`."""
+"""Find and load `promote.toml` or `[tool.promote]` in `pyproject.toml`."""
 
 from __future__ import annotations
 
-import re
-import shlex
-import string
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from promote.config_model import (
+    CONFIG_NAME,
+    DEFAULT_TEST_PATHS,
+    LEAK_POLICIES,
+    SYNC_METHODS,
+    CIConfig,
+    Config,
+    DocsConfig,
+    PackageConfig,
+    RequirementsConfig,
+    RuleConfig,
+    StationConfig,
+)
+from promote.config_parse import Parser
 from promote.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -18,110 +27,21 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-CONFIG_NAME = "promote.toml"
-DEFAULT_TEST_PATHS = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
-LEAK_POLICIES = ("restore", "report")
-SYNC_METHODS = ("git", "rsync")
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class PackageConfig:
-    """A test package that `promote test` runs."""
-
-    name: str
-    path: Path
-    workers: int = 1
-    leaks: str = "restore"
-    station: str | None = None
-    python: str | None = None
-    args: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-    timeout_s: float | None = None
-    serial: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class StationConfig:
-    """A machine tests may run on."""
-
-    name: str
-    platform: str | None = None
-    devices: tuple[str, ...] = ()
-    memory_gb: float | None = None
-    resources: tuple[str, ...] = ()
-    ssh: str | None = None
-    port: int | None = None
-    identity: str | None = None
-    python: str | None = None
-    workdir: str | None = None
-    ssh_options: tuple[str, ...] = ()
-    sync: str = "git"
-
-
-@dataclass(frozen=True)
-class RuleConfig:
-    """A user rule: `pattern` recognises a failure or skip, `requirement` names what it needed."""
-
-    pattern: str
-    requirement: str
-    frames: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class RequirementsConfig:
-    """How requirements are inferred: extra rules, and where missing checkpoints live."""
-
-    model_dirs: tuple[Path, ...] = ()
-    rules: tuple[RuleConfig, ...] = ()
-
-
-@dataclass(frozen=True)
-class CIConfig:
-    runners: tuple[str, ...] | None = None
-    hosted_available: bool = True
-    repository: str | None = None
-
-
-@dataclass(frozen=True)
-class DocsConfig:
-    repo: Path
-    pages: tuple[str, ...] = ("docs/**/*.md",)
-    features: tuple[str, ...] = ()
-    feature_pattern: str | None = None
-    # Where `promote audit --publish` writes the page, inside the docs repository.
-    page: str = "docs/evidence/{date}-{commit}.md"
-
-
-@dataclass(frozen=True)
-class Config:
-    """Validated configuration; paths are absolute, resolved against the config file."""
-
-    path: Path
-    prefix: str
-    trunk: str
-    mirrors: tuple[str, ...]
-    deployed: str | None = None
-    deployed_command: tuple[str, ...] | None = None
-    deployed_since_command: tuple[str, ...] | None = None
-    deployed_timeout_s: float = 10.0
-    test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
-    mirror_timeout_s: float = 30.0
-    fetch_concurrency: int = 8
-    max_reruns: int = 50
-    packages: tuple[PackageConfig, ...] = ()
-    stations: tuple[StationConfig, ...] = ()
-    ci: CIConfig = field(default_factory=CIConfig)
-    docs: DocsConfig | None = None
-    requirements: RequirementsConfig = field(default_factory=RequirementsConfig)
-
-    @property
-    def root(self) -> Path:
-        return self.path.parent
-
-
-# -- discovery -------------------------------------------------------------------
+__all__ = [
+    "CONFIG_NAME",
+    "DEFAULT_TEST_PATHS",
+    "LEAK_POLICIES",
+    "SYNC_METHODS",
+    "CIConfig",
+    "Config",
+    "DocsConfig",
+    "PackageConfig",
+    "RequirementsConfig",
+    "RuleConfig",
+    "StationConfig",
+    "find_config",
+    "load",
+]
 
 
 def find_config(start: Path) -> Path:
@@ -155,7 +75,7 @@ def load(path: Path) -> Config:
         table = data.get("promote")
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: no [{prefix}] table")
-    return _Parser(path, prefix).config(table)
+    return Parser(path, prefix).config(table)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -167,310 +87,3 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
-
-
-# -- validation ------------------------------------------------------------------
-
-
-def _is_str(v: object) -> bool:
-    return isinstance(v, str)
-
-
-def _is_str_list(v: object) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
-
-
-def _is_str_table(v: object) -> bool:
-    return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
-
-
-def _is_bool(v: object) -> bool:
-    return isinstance(v, bool)
-
-
-def _is_repo_name(v: object) -> bool:
-    return isinstance(v, str) and v.count("/") == 1 and all(part.strip() for part in v.split("/"))
-
-
-def _is_count(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-def _is_pos_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
-
-
-def _is_pos_number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-
-
-def _is_destination(v: object) -> bool:
-    # A leading "-" would reach ssh as an option.
-    return isinstance(v, str) and bool(v) and not v.startswith("-") and not any(c.isspace() for c in v)
-
-
-def _is_port(v: object) -> bool:
-    return _is_pos_int(v) and int(v) <= 65535  # type: ignore[call-overload]
-
-
-class _Parser:
-    """Walks the TOML tables; every error names the file, the dotted key and what was expected."""
-
-    def __init__(self, path: Path, prefix: str) -> None:
-        self.path = path
-        self.prefix = prefix
-
-    def fail(self, key: str, expected: str, got: object = None, *, show_got: bool = True) -> ConfigError:
-        got_text = f", got {got!r}" if show_got else ""
-        return ConfigError(f"{self.path}: {key}: expected {expected}{got_text}")
-
-    def table(self, raw: object, key: str, allowed: set[str]) -> Mapping[str, Any]:
-        if not isinstance(raw, dict):
-            raise self.fail(key, "a table", raw)
-        unknown = sorted(set(raw) - allowed)
-        if unknown:
-            raise ConfigError(
-                f"{self.path}: {key}.{unknown[0]}: unknown key; expected one of {', '.join(sorted(allowed))}"
-            )
-        return raw
-
-    def get(
-        self,
-        tbl: Mapping[str, Any],
-        key: str,
-        where: str,
-        check: Callable[[object], bool],
-        expected: str,
-        default: T,
-    ) -> Any:
-        if key not in tbl:
-            return default
-        value = tbl[key]
-        if not check(value):
-            raise self.fail(f"{where}.{key}", expected, value)
-        return value
-
-    def required(self, tbl: Mapping[str, Any], key: str, where: str, expected: str) -> str:
-        if key not in tbl:
-            raise self.fail(f"{where}.{key}", f"{expected} (this key is required)", show_got=False)
-        value = tbl[key]
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(f"{where}.{key}", expected, value)
-        return value
-
-    def config(self, raw: dict[str, Any]) -> Config:
-        p = self.prefix
-        tbl = self.table(
-            raw,
-            p,
-            {"trunk", "mirrors", "deployed", "deployed_command", "deployed_since_command", "deployed_timeout_s",
-             "test_paths", "mirror_timeout_s", "fetch_concurrency",
-             "max_reruns", "packages", "stations", "ci", "docs", "requirements"},
-        )  # fmt: skip
-        trunk = self.required(tbl, "trunk", p, "a branch name")
-        mirrors = self.get(tbl, "mirrors", p, _is_str_list, "a list of git remote names", [])
-        if len(set(mirrors)) != len(mirrors):
-            raise self.fail(f"{p}.mirrors", "each remote at most once", mirrors)
-        if "deployed" in tbl and "deployed_command" in tbl:
-            both = f"either {p}.deployed or {p}.deployed_command, not both"
-            raise self.fail(f"{p}.deployed_command", both, show_got=False)
-        stations = self.stations(tbl.get("stations", {}))
-        return Config(
-            path=self.path,
-            prefix=p,
-            trunk=trunk,
-            mirrors=tuple(mirrors),
-            deployed=self.get(tbl, "deployed", p, _is_str, "a branch, tag or commit", None),
-            deployed_command=self.command(tbl, "deployed_command", p),
-            deployed_since_command=self.command(tbl, "deployed_since_command", p),
-            deployed_timeout_s=float(
-                self.get(tbl, "deployed_timeout_s", p, _is_pos_number, "a number of seconds > 0", 10.0)
-            ),
-            test_paths=tuple(
-                self.get(
-                    tbl,
-                    "test_paths",
-                    p,
-                    _is_str_list,
-                    "a list of glob patterns",
-                    DEFAULT_TEST_PATHS,
-                )
-            ),
-            mirror_timeout_s=float(
-                self.get(tbl, "mirror_timeout_s", p, _is_pos_number, "a number of seconds > 0", 30.0)
-            ),
-            fetch_concurrency=self.get(tbl, "fetch_concurrency", p, _is_pos_int, "an integer >= 1", 8),
-            max_reruns=self.get(tbl, "max_reruns", p, _is_count, "an integer >= 0", 50),
-            packages=self.packages(tbl.get("packages", []), {s.name for s in stations}),
-            stations=stations,
-            ci=self.ci(tbl["ci"]) if "ci" in tbl else CIConfig(),
-            docs=self.docs(tbl["docs"]) if "docs" in tbl else None,
-            requirements=self.requirements(tbl["requirements"]) if "requirements" in tbl else RequirementsConfig(),
-        )
-
-    def packages(self, raw: object, station_names: set[str]) -> tuple[PackageConfig, ...]:
-        key = f"{self.prefix}.packages"
-        if not isinstance(raw, list):
-            raise self.fail(key, "an array of tables ([[promote.packages]])", raw)
-        seen: set[str] = set()
-        out = []
-        for i, item in enumerate(raw):
-            where = f"{key}[{i}]"
-            tbl = self.table(
-                item,
-                where,
-                {"name", "path", "workers", "leaks", "station", "python", "args", "env", "timeout_s", "serial"},
-            )
-            name = self.required(tbl, "name", where, "a package name")
-            if name in seen:
-                raise self.fail(f"{where}.name", "a name no other package has", name)
-            seen.add(name)
-            leaks = self.get(tbl, "leaks", where, _is_str, '"restore" or "report"', "restore")
-            if leaks not in LEAK_POLICIES:
-                raise self.fail(f"{where}.leaks", '"restore" or "report"', leaks)
-            station = self.get(tbl, "station", where, _is_str, "a station name", None)
-            if station is not None and station not in station_names:
-                known = ", ".join(sorted(station_names)) or "none defined"
-                raise self.fail(
-                    f"{where}.station",
-                    f"a station under [{self.prefix}.stations] ({known})",
-                    station,
-                )
-            out.append(
-                PackageConfig(
-                    name=name,
-                    path=(self.path.parent / self.required(tbl, "path", where, "a directory")).resolve(),
-                    workers=self.get(tbl, "workers", where, _is_pos_int, "an integer >= 1", 1),
-                    leaks=leaks,
-                    station=station,
-                    python=self.get(tbl, "python", where, _is_str, "a path to a python interpreter", None),
-                    args=tuple(self.get(tbl, "args", where, _is_str_list, "a list of pytest arguments", [])),
-                    env=tuple(
-                        sorted(self.get(tbl, "env", where, _is_str_table, "a table of string values", {}).items())
-                    ),
-                    timeout_s=self.get(tbl, "timeout_s", where, _is_pos_number, "a number of seconds > 0", None),
-                    serial=tuple(self.get(tbl, "serial", where, _is_str_list, "a list of test id patterns", [])),
-                )
-            )
-        return tuple(out)
-
-    def stations(self, raw: object) -> tuple[StationConfig, ...]:
-        key = f"{self.prefix}.stations"
-        if not isinstance(raw, dict):
-            raise self.fail(key, "a table of stations ([promote.stations.NAME])", raw)
-        out = []
-        for name, item in raw.items():
-            where = f"{key}.{name}"
-            tbl = self.table(
-                item,
-                where,
-                {
-                    "platform",
-                    "devices",
-                    "memory_gb",
-                    "resources",
-                    "ssh",
-                    "port",
-                    "identity",
-                    "python",
-                    "workdir",
-                    "ssh_options",
-                    "sync",
-                },
-            )
-            sync = self.get(tbl, "sync", where, _is_str, '"git" or "rsync"', "git")
-            if sync not in SYNC_METHODS:
-                raise self.fail(f"{where}.sync", '"git" or "rsync"', sync)
-            identity = self.get(tbl, "identity", where, _is_str, "a path to a private key", None)
-            out.append(
-                StationConfig(
-                    name=name,
-                    platform=self.get(tbl, "platform", where, _is_str, "a platform like darwin-arm64", None),
-                    devices=tuple(self.get(tbl, "devices", where, _is_str_list, "a list of device names", [])),
-                    memory_gb=self.get(tbl, "memory_gb", where, _is_pos_number, "a number of GB > 0", None),
-                    resources=tuple(self.get(tbl, "resources", where, _is_str_list, "a list of resource names", [])),
-                    ssh=self.get(tbl, "ssh", where, _is_destination, "user@host (no spaces, no leading -)", None),
-                    port=self.get(tbl, "port", where, _is_port, "a TCP port (1-65535)", None),
-                    # A relative key path is relative to the config file, like every other local path.
-                    identity=None if identity is None else str(self.path.parent / Path(identity).expanduser()),
-                    python=self.get(tbl, "python", where, _is_str, "a path to python on the station", None),
-                    workdir=self.get(tbl, "workdir", where, _is_str, "a directory on the station", None),
-                    ssh_options=tuple(self.get(tbl, "ssh_options", where, _is_str_list, "a list of ssh arguments", [])),
-                    sync=sync,
-                )
-            )
-        return tuple(out)
-
-    def ci(self, raw: object) -> CIConfig:
-        where = f"{self.prefix}.ci"
-        tbl = self.table(raw, where, {"runners", "hosted_available", "repository"})
-        runners = self.get(tbl, "runners", where, _is_str_list, "a list of runner labels", None)
-        return CIConfig(
-            runners=None if runners is None else tuple(runners),
-            hosted_available=self.get(tbl, "hosted_available", where, _is_bool, "true or false", True),
-            repository=self.get(tbl, "repository", where, _is_repo_name, '"owner/name"', None),
-        )
-
-    def command(self, tbl: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None:
-        """A command run without a shell: a string split like a shell would, or a list of arguments."""
-        expected = "a command line (string) or a non-empty list of arguments"
-        value = self.get(tbl, key, where, lambda v: _is_str(v) or _is_str_list(v), expected, None)
-        if isinstance(value, str):
-            try:
-                value = shlex.split(value)
-            except ValueError as e:
-                raise self.fail(f"{where}.{key}", f"{expected} ({e})", tbl[key]) from None
-        if value is not None and not value:
-            raise self.fail(f"{where}.{key}", expected, tbl[key])
-        return None if value is None else tuple(value)
-
-    def docs(self, raw: object) -> DocsConfig:
-        where = f"{self.prefix}.docs"
-        tbl = self.table(raw, where, {"repo", "pages", "features", "feature_pattern", "page"})
-        return DocsConfig(
-            repo=(self.path.parent / self.required(tbl, "repo", where, "a path to the docs repository")).resolve(),
-            pages=tuple(self.get(tbl, "pages", where, _is_str_list, "a list of glob patterns", ["docs/**/*.md"])),
-            features=tuple(self.get(tbl, "features", where, _is_str_list, "a list of feature names", [])),
-            feature_pattern=self.get(tbl, "feature_pattern", where, _is_str, "a regular expression", None),
-            page=self.get(
-                tbl,
-                "page",
-                where,
-                _is_str,
-                "a path pattern with {date}, {commit}, {run}",
-                "docs/evidence/{date}-{commit}.md",
-            ),
-        )
-
-    def requirements(self, raw: object) -> RequirementsConfig:
-        where = f"{self.prefix}.requirements"
-        tbl = self.table(raw, where, {"model_dirs", "rules"})
-        dirs = self.get(tbl, "model_dirs", where, _is_str_list, "a list of directories", [])
-        rules = tbl.get("rules", [])
-        if not isinstance(rules, list):
-            raise self.fail(f"{where}.rules", "an array of tables ([[promote.requirements.rules]])", rules)
-        return RequirementsConfig(
-            model_dirs=tuple((self.path.parent / d).resolve() for d in dirs),
-            rules=tuple(self.rule(item, f"{where}.rules[{i}]") for i, item in enumerate(rules)),
-        )
-
-    def rule(self, raw: object, where: str) -> RuleConfig:
-        tbl = self.table(raw, where, {"pattern", "requirement", "frames"})
-        pattern = self.required(tbl, "pattern", where, "a regular expression")
-        frames = self.get(tbl, "frames", where, _is_str_list, "a list of regular expressions", [])
-        requirement = self.required(tbl, "requirement", where, 'a requirement like "hub:{repo}"')
-        groups: set[str] = set()
-        for key, text in [("pattern", pattern), *(("frames", f) for f in frames)]:
-            try:
-                groups |= set(re.compile(text).groupindex)
-            except re.error as e:
-                raise self.fail(f"{where}.{key}", f"a regular expression ({e})", text) from None
-        try:
-            fields = {name for _, name, _, _ in string.Formatter().parse(requirement) if name is not None}
-        except ValueError as e:
-            raise self.fail(f"{where}.requirement", f"a template ({e})", requirement) from None
-        if fields - groups:
-            unnamed = ", ".join(sorted(fields - groups))
-            expected = f"fields that pattern or frames name as groups (no group {unnamed})"
-            raise self.fail(f"{where}.requirement", expected, requirement)
-        return RuleConfig(pattern, requirement, tuple(frames))

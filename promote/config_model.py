@@ -1,0 +1,106 @@
+"""The validated configuration, as frozen data (parsing lives in promote.config_parse)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONFIG_NAME = "promote.toml"
+DEFAULT_TEST_PATHS = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
+LEAK_POLICIES = ("restore", "report")
+SYNC_METHODS = ("git", "rsync")
+
+
+@dataclass(frozen=True)
+class PackageConfig:
+    """A test package that `promote test` runs."""
+
+    name: str
+    path: Path
+    workers: int = 1
+    leaks: str = "restore"
+    station: str | None = None
+    python: str | None = None
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    timeout_s: float | None = None
+    serial: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StationConfig:
+    """A machine tests may run on."""
+
+    name: str
+    platform: str | None = None
+    devices: tuple[str, ...] = ()
+    memory_gb: float | None = None
+    resources: tuple[str, ...] = ()
+    ssh: str | None = None
+    port: int | None = None
+    identity: str | None = None
+    python: str | None = None
+    workdir: str | None = None
+    ssh_options: tuple[str, ...] = ()
+    sync: str = "git"
+
+
+@dataclass(frozen=True)
+class RuleConfig:
+    """A user rule: `pattern` recognises a failure or skip, `requirement` names what it needed."""
+
+    pattern: str
+    requirement: str
+    frames: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RequirementsConfig:
+    """How requirements are inferred: extra rules, and where missing checkpoints live."""
+
+    model_dirs: tuple[Path, ...] = ()
+    rules: tuple[RuleConfig, ...] = ()
+
+
+@dataclass(frozen=True)
+class CIConfig:
+    runners: tuple[str, ...] | None = None
+    hosted_available: bool = True
+    repository: str | None = None
+
+
+@dataclass(frozen=True)
+class DocsConfig:
+    repo: Path
+    pages: tuple[str, ...] = ("docs/**/*.md",)
+    features: tuple[str, ...] = ()
+    feature_pattern: str | None = None
+    # Where `promote audit --publish` writes the page, inside the docs repository.
+    page: str = "docs/evidence/{date}-{commit}.md"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Validated configuration; paths are absolute, resolved against the config file."""
+
+    path: Path
+    prefix: str
+    trunk: str
+    mirrors: tuple[str, ...]
+    deployed: str | None = None
+    deployed_command: tuple[str, ...] | None = None
+    deployed_since_command: tuple[str, ...] | None = None
+    deployed_timeout_s: float = 10.0
+    test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
+    mirror_timeout_s: float = 30.0
+    fetch_concurrency: int = 8
+    max_reruns: int = 50
+    packages: tuple[PackageConfig, ...] = ()
+    stations: tuple[StationConfig, ...] = ()
+    ci: CIConfig = field(default_factory=CIConfig)
+    docs: DocsConfig | None = None
+    requirements: RequirementsConfig = field(default_factory=RequirementsConfig)
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
