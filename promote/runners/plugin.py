@@ -16,6 +16,8 @@ import pytest
 from promote.stations import Station, declared, read_station
 
 RECORDER = "promote-recorder"
+# How many serial tests the parallel part left for the serial part (set during collection).
+SERIAL_LEFT = pytest.StashKey[int]()
 STATION = pytest.StashKey[Station]()
 REQUIREMENTS = pytest.StashKey[tuple[str, ...]]()
 
@@ -158,6 +160,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    if part == "parallel":
+        # The runner starts the serial part only when this says there is something for it to run.
+        config.stash[SERIAL_LEFT] = len(drop)
 
 
 @pytest.hookimpl(trylast=True)

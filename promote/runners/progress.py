@@ -29,6 +29,7 @@ class ProgressEvent:
     pid: int | None = None
     records: list[dict[str, Any]] | None = None
     count: int | None = None
+    serial_left: int | None = None
     findings: list[dict[str, Any]] | None = None
 
 
@@ -50,9 +51,12 @@ class ProgressLog:
         line = {"worker": self.worker, "t": round(time.time(), 6), **fields}
         self._file.write(json.dumps(line, separators=(",", ":")) + "\n")
 
-    def collected(self, count: int) -> None:
-        """How many tests this process will run (for progress displays)."""
-        self._write({"event": "collected", "count": count})
+    def collected(self, count: int, *, serial_left: int | None = None) -> None:
+        """How many tests this process will run, and how many serial ones it left to another process."""
+        line: dict[str, Any] = {"event": "collected", "count": count}
+        if serial_left is not None:
+            line["serial_left"] = serial_left
+        self._write(line)
 
     def start(self, nodeid: str, index: int) -> None:
         """A test's protocol (setup, call, teardown) begins."""

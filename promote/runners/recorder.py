@@ -20,7 +20,7 @@ from promote.findings import Finding
 from promote.runners import outcomes
 from promote.runners.leaks import LeakWatch
 from promote.runners.mlx_probes import MlxProbes
-from promote.runners.plugin import REQUIREMENTS, failing_fixture
+from promote.runners.plugin import REQUIREMENTS, SERIAL_LEFT, failing_fixture
 from promote.runners.probes import Probe, entry_point_probes
 from promote.runners.process_probes import process_probes
 from promote.runners.progress import ProgressLog
@@ -94,7 +94,7 @@ class Recorder:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.progress.collected(len(session.items))
+        self.progress.collected(len(session.items), serial_left=session.config.stash.get(SERIAL_LEFT, None))
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # A module that cannot even be imported ran no test: it must show up as an error, not as nothing.

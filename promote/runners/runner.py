@@ -124,6 +124,17 @@ class _Watch:
                 os.kill(pid, signal.SIGKILL)
 
 
+def serial_left(part_dir: Path) -> bool:
+    """Whether the parallel part left serial tests to run (True when it cannot tell: better run them)."""
+    counts = [
+        e.serial_left
+        for path in part_dir.glob("progress-*.jsonl")
+        for e in progress.read_progress(path)
+        if e.event == "collected"
+    ]
+    return not counts or any(c is None or c > 0 for c in counts)
+
+
 def run_package(
     pkg: PackageConfig,
     out_dir: Path,
@@ -134,38 +145,44 @@ def run_package(
     on_progress: ProgressCallback | None = None,
     station: Path | None = None,
 ) -> list[ProcessOutcome]:
-    """Run `pkg`'s tests to completion, reporting progress; never raises on test failures."""
-    parts = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
+    """Run `pkg`'s tests to completion, reporting progress; never raises on test failures.
+
+    With `workers > 1` the parallel part runs first; the serial part follows only when the
+    parallel part's collection says it left serial tests (one more pytest process is not free).
+    """
     env = environment(pkg, python)
-    running = []
     started = time.monotonic()
-    for part, workers in parts:
+    done: list[ProcessOutcome] = []
+    watches: list[_Watch] = []
+    phases = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
+    for part, workers in phases:
+        if part == "serial" and not serial_left(out_dir / "parallel"):
+            break
         part_dir = out_dir / part
         part_dir.mkdir(parents=True, exist_ok=True)
         cmd = command(
             pkg, part_dir, python=python, leaks=leaks, part=part, workers=workers, extra=extra, station=station
         )
+        watch = _Watch(part_dir, pkg.timeout_s)
+        watches.append(watch)
         log = part_dir / "pytest.log"
         with log.open("wb") as sink:
             proc = subprocess.Popen(
                 cmd, cwd=pkg.path, env=env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
-        running.append((part, part_dir, cmd, log, proc, _Watch(part_dir, pkg.timeout_s)))
-    ended: dict[str, float] = {}
-    last = -1
-    while len(ended) < len(running):
-        time.sleep(POLL_S)
-        for part, _, _, _, proc, watch in running:
+        last = -1
+        while proc.poll() is None:
+            time.sleep(POLL_S)
             watch.poll()
-            if part not in ended and proc.poll() is not None:
-                ended[part] = time.monotonic() - started
-        done = sum(w.finished for *_, w in running)
-        if on_progress is not None and done != last:
-            on_progress(pkg.name, done, sum(w.total for *_, w in running), False)
-            last = done
+            finished = sum(w.finished for w in watches)
+            if on_progress is not None and finished != last:
+                on_progress(pkg.name, finished, sum(w.total for w in watches), False)
+                last = finished
+        watch.poll()
+        elapsed = time.monotonic() - started
+        done.append(
+            ProcessOutcome(part, part_dir, tuple(cmd), int(proc.returncode), elapsed, log, tuple(watch.timed_out))
+        )
     if on_progress is not None:
-        on_progress(pkg.name, sum(w.finished for *_, w in running), sum(w.total for *_, w in running), True)
-    return [
-        ProcessOutcome(part, part_dir, tuple(cmd), int(proc.returncode), ended[part], log, tuple(watch.timed_out))
-        for part, part_dir, cmd, log, proc, watch in running
-    ]
+        on_progress(pkg.name, sum(w.finished for w in watches), sum(w.total for w in watches), True)
+    return done
