@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -11,6 +12,11 @@ from promote.redact import redact
 
 STATE_DIR = ".promote"
 JOURNAL = "journal.jsonl"
+
+
+def new_run_id() -> str:
+    """A run's id: sortable by time, unique across runs started in the same second."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
 
 
 def state_dir(root: Path) -> Path:

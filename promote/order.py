@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from promote import journal
 from promote.config import Config, PackageConfig
 from promote.findings import Finding
 from promote.runners import bisect, progress
@@ -114,13 +115,18 @@ def bisect_by_hand(
     config: Config, pkg: PackageConfig, victim: str, *, last_run: Path | None
 ) -> tuple[bisect.Verdict, Finding | None, int]:
     """`promote bisect`: from the last run's order when it has the test, else from collection order."""
-    base = (last_run or config.root / ".promote" / "bisect") / "bisect"
-    rerunner = Rerunner(pkg, pkg.python or sys.executable, base)
+    base = journal.state_dir(config.root) / "bisect" / journal.new_run_id()
+    station = last_run.parent / "station.json" if last_run is not None else None
+    rerunner = Rerunner(pkg, pkg.python or sys.executable, base, station if station and station.is_file() else None)
     prefix = prefix_of(victim, orders(last_run)) if last_run is not None else None
+    observed = False
     if prefix is None:
-        collected = rerunner.collect()
-        if victim not in collected:
-            raise RerunError(f"{victim} is not a test of package {pkg.name} ({len(collected)} tests collected)")
-        prefix = collected[: collected.index(victim)]
-    verdict = investigate_one(rerunner, victim, prefix, Budget(config.max_reruns), observed=False)
+        through = rerunner.run_through(victim)
+        if through is None:
+            raise RerunError(f"{victim} is not a test of package {pkg.name}")
+        prefix, observed = through
+        if not observed:
+            verdict = bisect.Verdict(victim, bisect.NOT_REPRODUCED, reruns=1, detail="passes after the tests before it")
+            return verdict, None, rerunner.invocations
+    verdict = investigate_one(rerunner, victim, prefix, Budget(config.max_reruns), observed=observed)
     return verdict, verdict_finding(verdict, []), rerunner.invocations

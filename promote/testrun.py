@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,11 +16,14 @@ from promote.checks import requirements
 from promote.config import Config, PackageConfig, StationConfig
 from promote.errors import ConfigError, UsageError
 from promote.findings import Finding
+from promote.journal import new_run_id
 from promote.order import Budget, investigate
 from promote.runners import remote, runner
 from promote.runners.runner import ProgressCallback
 from promote.runners.summary import PackageResult, summarize
 from promote.stations import Inventory, local_platform
+
+__all__ = ["RunResult", "local_platform", "new_run_id", "run_tests", "select"]
 
 
 @dataclass(frozen=True)
@@ -53,10 +55,6 @@ class RunResult:
             "results": str(self.out_dir),
             "stations": self.stations.to_json() if self.stations is not None else None,
         }
-
-
-def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
 
 
 def select(config: Config, name: str | None) -> tuple[PackageConfig, ...]:

@@ -63,6 +63,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "`requires` marker names something it lacks is skipped, naming what",
     )
     group.addoption(
+        "--promote-until",
+        metavar="TEST_ID",
+        default=None,
+        help="run the tests in collection order up to and including TEST_ID, and no further",
+    )
+    group.addoption(
         "--promote-select",
         metavar="FILE",
         default=None,
@@ -148,6 +154,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         kept = set(map(id, chosen))
         config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
         items[:] = chosen
+    until = config.getoption("promote_until", default=None)
+    if until:
+        last = next((i for i, item in enumerate(items) if item.nodeid == until), len(items) - 1)
+        config.hook.pytest_deselected(items=items[last + 1 :])
+        del items[last + 1 :]
     part = config.getoption("promote_part", default="all")
     if part == "all":
         return

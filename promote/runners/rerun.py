@@ -62,6 +62,24 @@ class Rerunner:
             raise RerunError(f"cannot collect the tests of {self.pkg.name} (pytest exit {done.returncode})")
         return [line for line in ids.read_text(encoding="utf-8").splitlines() if line]
 
+    def run_through(self, victim: str) -> tuple[list[str], bool] | None:
+        """Run the package in collection order up to `victim`: (the tests before it, whether it failed).
+
+        One process both learns the order and sees whether the whole prefix makes the victim fail;
+        None when the package has no such test.
+        """
+        out_dir = self.base / "through"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self._pytest(out_dir, "--promote-out", str(out_dir), "--promote-leaks", "off", "--promote-until", victim)
+        records = sorted(
+            (t for r in read_all_results(out_dir) for t in r.tests if t.parent is None and t.index > 0),
+            key=lambda t: t.index,
+        )
+        order = [t.nodeid for t in records]
+        if victim not in order:
+            return None
+        return order[: order.index(victim)], records[order.index(victim)].outcome in FAILED
+
     def fails(self, prefix: Sequence[str], victim: str) -> bool:
         """Run `prefix` then `victim` in one fresh process; True when the victim failed (or died)."""
         out_dir = self.base / f"rerun-{self.invocations + 1:03d}"
