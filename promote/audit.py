@@ -116,10 +116,11 @@ def audit(
         tests=outcomes_of(run),
     )
     deltas = deltas_mod.compare(stored, history.previous(stored))
+    merge_record = last_merge(cfg.root, result.candidate)
     decided = {
         "tested": gates.tested(run, deltas, outcomes.get("ci")),  # None: no CI workflows to audit
         "docs": gates.from_check(outcomes.get("docs"), "no [promote.docs] configured: no docs were checked"),
-        "merged": gates.merged(result, last_merge(cfg.root, result.candidate)),
+        "merged": gates.merged(result, merge_record),
         "deployed": gates.from_check(outcomes.get("deployed"), "no deployed ref configured"),
     }
     findings = [*result.findings, *(run.findings if run else ()), *deltas.findings()]
@@ -137,7 +138,7 @@ def audit(
         deltas=deltas,
         gates=decided,
         findings=findings,
-        last_merge=last_merge(cfg.root, result.candidate),
+        last_merge=merge_record,
         history=evidence.history_points(recent),
         provenance={"command": command, "started": started, "finished": stored.finished},
     )

@@ -81,7 +81,10 @@ def merged(check: CheckResult, last_merge: str | None) -> Gate:
         return Gate(PASS, tuple(lines))
     for m in mirrors:
         if m.status == "fast-forward":
-            lines.append(f"{m.name} lacks {m.behind} commit(s) of {sha}: not merged there yet")
+            lines.append(
+                f"{m.name} lacks {m.behind} commit(s) of {sha}: not merged there yet "
+                "(a fast-forward, nothing to discard: `promote merge` is safe)"
+            )
         elif m.status == "diverged":
             lines.append(f"{m.name} has {m.discard} commit(s) the candidate lacks: diverged")
         elif m.status in ("missing", "unreachable"):
