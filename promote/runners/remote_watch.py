@@ -14,8 +14,7 @@ import time
 from pathlib import Path
 
 # The runner's own watch, so a remote package's progress and timeouts are judged exactly as a local one's.
-from promote.runners.runner import POLL_S
-from promote.runners.runner import _Watch as Watch
+from promote.runners.runner import POLL_S, Watch
 
 # Even without news, a line now and then: writing is how the watcher notices that ssh has gone.
 HEARTBEAT_S = 2.0

@@ -9,6 +9,7 @@ worker is replaced so the rest of the package still runs.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -87,41 +88,80 @@ def environment(pkg: PackageConfig, python: str) -> dict[str, str]:
     return env
 
 
-class _Watch:
+class _Tail:
+    """What one progress log has said so far; only the lines added since the last look are read."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+        self.partial = b""
+        self.finished = 0
+        self.collected = 0
+        self.pid: int | None = None
+        self.running: tuple[str, float] | None = None  # (test id, start time) while a test runs
+
+    def read(self, path: Path) -> None:
+        with path.open("rb") as f:
+            f.seek(self.offset)
+            chunk = f.read()
+        self.offset += len(chunk)
+        *lines, self.partial = (self.partial + chunk).split(b"\n")
+        for line in lines:
+            # Finish lines carry the test's records and are by far the longest: count them unparsed.
+            if b'"event":"finish"' in line:
+                self.finished += 1
+                self.running = None
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            kind = event.get("event")
+            if kind == "session":
+                self.pid, self.running = event.get("pid"), None
+            elif kind == "collected":
+                self.collected = max(self.collected, int(event.get("count") or 0))
+            elif kind == "start":
+                self.running = (str(event.get("nodeid")), float(event.get("t") or time.time()))
+            elif kind == "end":
+                self.running = None
+
+
+class Watch:
     """Follows one process's progress logs: counts finished tests, kills a worker stuck past the timeout."""
 
     def __init__(self, out_dir: Path, timeout_s: float | None) -> None:
         self.out_dir = out_dir
         self.timeout_s = timeout_s
-        self.finished = 0
-        self.total = 0
+        self.tails: dict[Path, _Tail] = {}
         self.timed_out: list[str] = []
 
+    @property
+    def finished(self) -> int:
+        return sum(t.finished for t in self.tails.values())
+
+    @property
+    def total(self) -> int:
+        # Every xdist worker collects the whole part, so any one count is the part's total.
+        return max((t.collected for t in self.tails.values()), default=0)
+
     def poll(self) -> None:
-        finished = 0
         for path in self.out_dir.glob("progress-*.jsonl"):
+            tail = self.tails.setdefault(path, _Tail())
             try:
-                events = progress.read_progress(path)
+                tail.read(path)
             except OSError:
                 continue
-            finished += sum(1 for e in events if e.event == "finish")
-            # Every xdist worker collects the whole part, so any one count is the part's total.
-            self.total = max([self.total, *(e.count or 0 for e in events if e.event == "collected")])
-            self._enforce_timeout(events)
-        self.finished = finished
+            self._enforce_timeout(tail)
 
-    def _enforce_timeout(self, events: list[progress.ProgressEvent]) -> None:
-        if self.timeout_s is None or not events:
+    def _enforce_timeout(self, tail: _Tail) -> None:
+        if self.timeout_s is None or tail.running is None or tail.pid is None:
             return
-        last = events[-1]
-        pid = next((e.pid for e in reversed(events) if e.event == "session"), None)
-        if last.event != "start" or pid is None or last.nodeid in self.timed_out:
-            return
-        if time.time() - last.t > self.timeout_s:
-            self.timed_out.append(str(last.nodeid))
+        nodeid, started = tail.running
+        if nodeid not in self.timed_out and time.time() - started > self.timeout_s:
+            self.timed_out.append(nodeid)
             # The worker dies mid-test; xdist replaces it and the test is named as unfinished.
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+                os.kill(tail.pid, signal.SIGKILL)
 
 
 def serial_left(part_dir: Path) -> bool:
@@ -153,7 +193,7 @@ def run_package(
     env = environment(pkg, python)
     started = time.monotonic()
     done: list[ProcessOutcome] = []
-    watches: list[_Watch] = []
+    watches: list[Watch] = []
     phases = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
     for part, workers in phases:
         if part == "serial" and not serial_left(out_dir / "parallel"):
@@ -163,7 +203,7 @@ def run_package(
         cmd = command(
             pkg, part_dir, python=python, leaks=leaks, part=part, workers=workers, extra=extra, station=station
         )
-        watch = _Watch(part_dir, pkg.timeout_s)
+        watch = Watch(part_dir, pkg.timeout_s)
         watches.append(watch)
         log = part_dir / "pytest.log"
         with log.open("wb") as sink:
