@@ -19,6 +19,7 @@ from promote.findings import Finding
 from promote.journal import new_run_id
 from promote.order import Budget, investigate
 from promote.runners import remote, runner
+from promote.runners.junit import write_junit
 from promote.runners.runner import ProgressCallback
 from promote.runners.summary import PackageResult, summarize
 from promote.stations import Inventory, local_platform
@@ -133,6 +134,8 @@ def run_tests(
     results = tuple(
         r if remote.station_of(config, p) else investigate(p, r, budget) for p, r in zip(chosen, results, strict=True)
     )
+    for r in results:
+        write_junit(r, r.out_dir / "junit.xml")
     result = RunResult(
         run_id=run_id,
         started=started,

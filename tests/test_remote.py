@@ -45,7 +45,7 @@ def test_a_package_runs_on_the_station_and_comes_back_like_a_local_one(tmp_path:
     assert outcomes(Path(there["results"])) == outcomes(Path(here["results"]))
     # Stored exactly as a local run's: the same files per part, read by the same summary.
     for part in ("parallel", "serial"):
-        assert (Path(there["results"]) / part / "junit.xml").is_file()
+        assert (Path(there["results"]) / "junit.xml").is_file()
         assert (Path(there["results"]) / part / "pytest.log").is_file()
     detected = json.loads((Path(there["results"]) / "station.json").read_text())
     assert detected["name"] == "training" and detected["detected"] is True and detected["local"] is False

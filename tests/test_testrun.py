@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,11 @@ def test_crash_is_named_and_the_rest_of_the_package_still_runs(tmp_path: Path) -
     assert set(pkg) >= {"name", "passed", "failed", "errors", "skipped", "blocked", "crashed", "duration_s"}
     run_dir = tmp_path / ".promote" / "runs" / report["run"]
     assert (run_dir / "run.json").is_file()
-    assert (run_dir / "mixed" / "all" / "junit.xml").is_file()
+    junit = ET.parse(run_dir / "mixed" / "junit.xml").getroot().find("testsuite")
+    assert junit is not None
+    assert (junit.get("tests"), junit.get("failures"), junit.get("errors")) == ("8", "2", "1")
+    names = [c.get("name") for c in junit.iter("testcase")]
+    assert "test_dies" in names and "test_after_the_crash" in names
 
 
 def test_serial_and_two_workers_give_the_same_pass_fail_set(tmp_path: Path) -> None:

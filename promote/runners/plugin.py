@@ -3,7 +3,7 @@
 Inert unless `--promote-out DIR` is given: then each process that runs tests (the only process
 without xdist, each worker with it; never the xdist controller) writes `DIR/results-<worker>.json`
 at session end and appends to `DIR/progress-<worker>.jsonl` as each test starts and finishes.
-JUnit XML is pytest's own: pass `--junitxml=DIR/junit.xml` (under xdist the controller writes it).
+promote writes each package's JUnit XML from these records after the run (promote/runners/junit.py).
 """
 
 from __future__ import annotations

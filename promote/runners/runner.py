@@ -64,8 +64,6 @@ def command(
         "--promote-part", part,
         # Test ids relative to the package, whatever ini file pytest finds above it.
         "--rootdir", str(pkg.path),
-        "--junitxml", str(out_dir / "junit.xml"),
-        "-o", "junit_family=xunit2",
         "-p", "no:cacheprovider",
         "-q",
         "-n", str(workers),
