@@ -8,7 +8,7 @@ import platform
 import threading
 import time
 from collections.abc import Generator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -112,7 +112,7 @@ class Recorder:
             longrepr=outcomes.truncate(str(report.longrepr)),
         )
         self.records.append(record)
-        self.progress.finish(record.nodeid, 0, "error", records=[asdict(record)])
+        self.progress.finish(record.nodeid, 0, "error", records=[record.to_json()])
 
     def pytest_collectstart(self, collector: pytest.Collector) -> None:
         self.where, self.phase = collector.nodeid, "collection"
@@ -263,7 +263,7 @@ class Recorder:
             run.nodeid,
             run.index,
             outcome,
-            records=[asdict(r) for r in (record, *run.subtests)],
+            records=[r.to_json() for r in (record, *run.subtests)],
             findings=[f.to_json() for f in fresh],
         )
 

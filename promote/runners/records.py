@@ -49,6 +49,11 @@ class TestRecord:
     # The failure's exception lines, failing lines and frame arguments, kept whole where longrepr is cut.
     excerpt: str | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        # The instance's own dict (json writes its tuples as lists): asdict's deep copy costs
+        # more than the rest of the recording, once per test in every worker.
+        return self.__dict__
+
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TestRecord:
         """Parse one entry of `tests` (keys added later may be missing)."""
@@ -99,7 +104,7 @@ class WorkerResults:
         return {
             "schema": SCHEMA,
             **d,
-            "tests": [asdict(t) for t in self.tests],
+            "tests": [t.to_json() for t in self.tests],
             "streams": [asdict(s) for s in self.streams],
             "findings": [f.to_json() for f in self.findings],
         }
@@ -125,7 +130,7 @@ def write_results(out_dir: Path, results: WorkerResults) -> Path:
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(results.to_json(), f, indent=1)
+            json.dump(results.to_json(), f, separators=(",", ":"))
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
