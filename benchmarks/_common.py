@@ -139,6 +139,8 @@ class Timings:
     first: list[str] = field(default_factory=list)
     # CPU seconds (user + system) of each run's whole process tree, where the platform reports it.
     cpu_seconds: dict[str, list[float]] = field(default_factory=dict)
+    # CPU seconds the rest of the machine used during each run (None where unknown): the noise.
+    others_cpu_seconds: dict[str, list[float | None]] = field(default_factory=dict)
 
     def median(self, arm: str) -> float:
         return statistics.median(self.seconds[arm])
@@ -157,6 +159,15 @@ class Timings:
         return [x / y for x, y in zip(self.cpu_seconds[a], self.cpu_seconds[b], strict=True)]
 
 
+@dataclass(frozen=True)
+class Measurement:
+    """One run of an arm: wall time, its process tree's CPU time, and what the rest of the machine used."""
+
+    wall_s: float
+    cpu_s: float
+    others_cpu_s: float | None
+
+
 def children_cpu() -> float:
     """User + system CPU seconds of every waited-for descendant so far (0 on Windows, which has no rusage)."""
     if sys.platform == "win32":
@@ -167,21 +178,57 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def machine_busy_cpu() -> float | None:
+    """CPU seconds the whole machine has been busy since boot (Linux's /proc/stat), None elsewhere."""
+    try:
+        first = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+        ticks = [int(x) for x in first[1:9]]  # user nice system idle iowait irq softirq steal
+    except (OSError, ValueError):
+        return None
+    # Steal counts as busy: another VM on the same host slows the arms just as a local process does.
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_idle(max_wait_s: float, *, window_s: float = 2.0, busy_max: float = 0.1) -> float | None:
+    """Wait until the machine is idle (under `busy_max` of its CPUs busy over `window_s`); return the wait.
+
+    Returns None when the machine did not go idle within `max_wait_s` (or cannot tell): the run goes
+    ahead anyway, and its others' CPU time says how noisy it was.
+    """
+    started = time.perf_counter()
+    cpus = os.cpu_count() or 1
+    while True:
+        before = machine_busy_cpu()
+        if before is None:
+            return None
+        time.sleep(window_s)
+        after = machine_busy_cpu()
+        if after is not None and (after - before) / (window_s * cpus) <= busy_max:
+            return time.perf_counter() - started
+        if time.perf_counter() - started >= max_wait_s:
+            return None
+
+
 def time_arm(arm: Arm) -> float:
     """Run one arm once as a subprocess and return its wall time; fail loudly if it failed."""
-    return measure_arm(arm)[0]
+    return measure_arm(arm).wall_s
 
 
-def measure_arm(arm: Arm) -> tuple[float, float]:
-    """Run one arm once as a subprocess; return its wall time and CPU time; fail loudly if it failed."""
+def measure_arm(arm: Arm) -> Measurement:
+    """Run one arm once as a subprocess and measure it; fail loudly if it failed."""
     argv = list(arm.argv)
     env = {**bench_env(), **arm.env}
-    cpu_before = children_cpu()
+    cpu_before, busy_before = children_cpu(), machine_busy_cpu()
     started = time.perf_counter()
     result = subprocess.run(argv, cwd=arm.cwd, capture_output=True, env=env, check=False)
     elapsed = time.perf_counter() - started
     # Descendants count once reaped by their parent (pytest reaps its xdist workers, promote its pytests).
     cpu = children_cpu() - cpu_before
+    busy_after = machine_busy_cpu()
+    others = None
+    if busy_before is not None and busy_after is not None:
+        # Clock ticks are coarse (10 ms): a small negative remainder is rounding, not a measurement.
+        others = max(0.0, busy_after - busy_before - cpu)
     out = result.stdout.decode(errors="replace")
     if result.returncode not in arm.ok_exit:
         err = result.stderr.decode(errors="replace").strip()
@@ -190,26 +237,45 @@ def measure_arm(arm: Arm) -> tuple[float, float]:
             f"{sorted(arm.ok_exit)}): {' '.join(argv)}\nstdout:\n{out}\nstderr:\n{err}"
         )
     arm.verify(out)
-    return elapsed, cpu
+    return Measurement(elapsed, cpu, others)
 
 
-def interleave(a: Arm, b: Arm, rounds: int, *, warmup: int = 1) -> Timings:
-    """Time two arms alternately, swapping which goes first each round, after uncounted warm-ups."""
+def interleave(
+    a: Arm, b: Arm, rounds: int, *, warmup: int = 1, settle_s: float = 0.0, show_noise: bool = False
+) -> Timings:
+    """Time two arms alternately, swapping which goes first each round, after uncounted warm-ups.
+
+    With `settle_s` > 0, each timed run first waits up to that long for the machine to go idle;
+    `show_noise` adds the CPU time other processes used during each run to the progress lines.
+    """
     for _ in range(warmup):
         # Warm the page cache, the interpreter's .pyc files and git's own files for both arms.
         time_arm(a)
         time_arm(b)
-    timings = Timings(arms=(a.name, b.name), seconds={a.name: [], b.name: []}, cpu_seconds={a.name: [], b.name: []})
+    names = (a.name, b.name)
+    timings = Timings(
+        arms=names,
+        seconds={n: [] for n in names},
+        cpu_seconds={n: [] for n in names},
+        others_cpu_seconds={n: [] for n in names},
+    )
     for i in range(rounds):
         # Alternating the order cancels a systematic "second runner benefits from the first" bias.
         order = (a, b) if i % 2 == 0 else (b, a)
         timings.first.append(order[0].name)
         for arm in order:
-            wall, cpu = measure_arm(arm)
-            timings.seconds[arm.name].append(wall)
-            timings.cpu_seconds[arm.name].append(cpu)
+            if settle_s > 0:
+                # On a shared machine another job's burst lands on one arm only; starting from idle makes that rarer.
+                wait_until_idle(settle_s)
+            m = measure_arm(arm)
+            timings.seconds[arm.name].append(m.wall_s)
+            timings.cpu_seconds[arm.name].append(m.cpu_s)
+            timings.others_cpu_seconds[arm.name].append(m.others_cpu_s)
         # Listed in the order they ran this round.
         ran = ", ".join(f"{arm.name} {timings.seconds[arm.name][-1]:.3f}s" for arm in order)
+        if show_noise:
+            others = [timings.others_cpu_seconds[arm.name][-1] for arm in order]
+            ran += " (others' CPU: " + ", ".join("?" if o is None else f"{o:.1f}s" for o in others) + ")"
         print(f"  round {i + 1}/{rounds}: {ran}", flush=True)
     return timings
 

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,11 +20,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (
+    BENCH_DIR,
+    REPO_ROOT,
     WORK_DIR,
     Arm,
     BenchError,
     Timings,
     arm_rows,
+    bench_env,
     cached_fixture,
     format_table,
     interleave,
@@ -43,6 +47,8 @@ CPU_SIZE = 512
 CPU_REPS = 6
 WORKERS = 2
 TARGET_RATIO = 1.10
+# A run during which other processes used under this share of the machine's CPUs counts as quiet.
+QUIET = 0.05
 
 # A config file of its own in each suite: pytest stops looking here, so the settings of
 # whatever project encloses benchmarks/.work/ (this repository's pyproject.toml) reach neither arm.
@@ -184,12 +190,40 @@ def fresh_state(*dirs: Path) -> None:
 def describe(timings: Timings, numerator: str) -> None:
     """Print per-arm wall and CPU times and the per-round ratios of `numerator` over the other arm."""
     other = next(a for a in timings.arms if a != numerator)
-    rows = [[*row, f"{statistics.median(timings.cpu_seconds[row[0]]):.3f}"] for row in arm_rows(timings)]
+    rows = []
+    for row in arm_rows(timings):
+        name = row[0]
+        cpu = statistics.median(timings.cpu_seconds[name])
+        rows.append([*row, f"{cpu:.3f}", _median_text(timings.others_cpu_seconds[name])])
     print()
-    print(format_table(["arm", "median s", "min s", "max s", "median CPU s"], rows))
+    print(format_table(["arm", "median s", "min s", "max s", "median CPU s", "others' CPU s"], rows))
     print()
     print(f"per-round ratio {numerator}/{other}: " + ", ".join(f"{r:.3f}" for r in timings.ratios()))
     print(f"per-round CPU-time ratio {numerator}/{other}: " + ", ".join(f"{r:.3f}" for r in timings.cpu_ratios()))
+    clean = quiet_rounds(timings)
+    found = "none"
+    if clean:
+        found = f"{len(clean)}, median ratio {statistics.median(timings.ratios()[i] for i in clean):.3f}"
+    print(f"quiet rounds (others under {QUIET:.0%} of the CPUs in both runs): {found}")
+
+
+def _median_text(values: list[float | None]) -> str:
+    known = [v for v in values if v is not None]
+    return f"{statistics.median(known):.3f}" if known else "?"
+
+
+def quiet_rounds(timings: Timings) -> list[int]:
+    """Indexes of the rounds in which other processes used under QUIET of the machine during both runs."""
+    cpus = os.cpu_count() or 1
+    quiet = []
+    for i in range(len(timings.first)):
+        shares = []
+        for arm in timings.arms:
+            others = timings.others_cpu_seconds[arm][i]
+            shares.append(None if others is None else others / (timings.seconds[arm][i] * cpus))
+        if all(share is not None and share < QUIET for share in shares):
+            quiet.append(i)
+    return quiet
 
 
 def timing_results(timings: Timings) -> dict[str, Any]:
@@ -198,12 +232,15 @@ def timing_results(timings: Timings) -> dict[str, Any]:
         "first": timings.first,
         "seconds": timings.seconds,
         "cpu_seconds": timings.cpu_seconds,
+        # CPU the rest of the machine used during each run: a round where this is large is noise.
+        "others_cpu_seconds": timings.others_cpu_seconds,
         "median_s": {name: timings.median(name) for name in timings.arms},
         "median_cpu_s": {name: statistics.median(timings.cpu_seconds[name]) for name in timings.arms},
         "ratios": timings.ratios(),
         "median_ratio": timings.median_ratio(),
         "cpu_ratios": timings.cpu_ratios(),
         "median_cpu_ratio": statistics.median(timings.cpu_ratios()),
+        "quiet_rounds": quiet_rounds(timings),
     }
 
 
@@ -240,11 +277,11 @@ def overhead_bench(args: argparse.Namespace) -> dict[str, Any]:
         env=pycache_env(),
     )
     print(f"bench_test overhead: {args.tests} quick MLX tests, workers = {WORKERS}, {args.rounds} rounds", flush=True)
-    timings = interleave(promote, pytest, args.rounds)
+    timings = interleave(promote, pytest, args.rounds, settle_s=args.settle, show_noise=True)
     ratio = timings.median_ratio()
     dirs, durations = runs.timed(args.rounds)
     costs = probe_costs(dirs)
-    probe_us = statistics.median(costs) if costs else None
+    probe_us = round(statistics.median(costs), 1) if costs else None
     # Wall time minus the package's own duration: promote's start-up, config and aggregation.
     outside = [wall - inner for wall, inner in zip(timings.seconds["promote"], durations, strict=True)]
     describe(timings, "promote")
@@ -295,7 +332,7 @@ def parallel_bench(args: argparse.Namespace) -> dict[str, Any]:
         f"workers = 1 vs {WORKERS}, {args.rounds} rounds",
         flush=True,
     )
-    timings = interleave(serial, parallel, args.rounds)
+    timings = interleave(serial, parallel, args.rounds, settle_s=args.settle, show_noise=True)
     ratio = timings.median_ratio()
     describe(timings, "serial")
     print(f"median ratio serial/parallel: {ratio:.3f} (ideal on {WORKERS} free cores: {WORKERS})")
@@ -313,6 +350,22 @@ def mlx_version() -> str | None:
         return importlib.metadata.version("mlx")
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def promote_under_test() -> dict[str, Any]:
+    """Which promote the arms ran: where its package is imported from, and this checkout's commit."""
+    found = subprocess.run(
+        [sys.executable, "-c", "import promote; print(promote.__file__)"],
+        cwd=BENCH_DIR,  # as in the arms: not the checkout, whose promote/ would shadow PYTHONPATH
+        capture_output=True,
+        text=True,
+        env=bench_env(),
+        check=False,
+    )
+    commit = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], cwd=REPO_ROOT, capture_output=True, text=True, check=False
+    )
+    return {"module": found.stdout.strip() or None, "checkout": commit.stdout.strip() or None}
 
 
 def results_name(args: argparse.Namespace) -> str:
@@ -339,12 +392,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=DEFAULT_CPU_TESTS,
         help=f"tests in the CPU-bound suite, ~0.3 s each (default {DEFAULT_CPU_TESTS}; 0 skips that benchmark)",
     )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=60.0,
+        help="before each timed run, wait up to S seconds for the machine to go idle (default 60; 0: never wait)",
+    )
     p.add_argument("--fresh", action="store_true", help="regenerate the suites even if cached")
     args = p.parse_args(argv)
     if args.rounds < 1:
         p.error("--rounds must be at least 1")
     if args.tests < 1:
         p.error("--tests must be at least 1")
+    if args.settle < 0:
+        p.error("--settle must not be negative")
     if args.cpu_tests < 0:
         p.error("--cpu-tests must not be negative")
     return args
@@ -357,7 +418,9 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "test",
         "command": "python benchmarks/bench_test.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": {**machine_info(), "mlx": mlx_version()},
+        "promote": promote_under_test(),
         "rounds": args.rounds,
+        "settle_s": args.settle,
         "load_before": load(),
         "overhead": overhead_bench(args),
     }
