@@ -133,3 +133,20 @@ def test_publish_refuses_a_docs_repo_with_changes_in_the_target(tmp_path: Path) 
     assert result.exit_code == 2
     assert "has uncommitted changes in the docs repository" in result.stderr
     assert (docs / "docs/evidence/latest.md").read_text() == "hand edits\n"
+
+
+def test_publish_and_push_to_the_docs_mirror_without_force(tmp_path: Path) -> None:
+    fleet = workspace(tmp_path, parity="True", warmup="True")
+    docs = tmp_path / "docs"
+    mirror = tmp_path / "docs-origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(mirror))
+    git(docs, "remote", "add", "origin", str(mirror))
+    git(docs, "push", "-q", "origin", "main")
+
+    result = run(fleet.work, "audit", "--publish", "--push")
+
+    assert result.exit_code in (0, 3), result.output  # deployed is undecided: no deployed ref configured
+    assert "pushed to origin/main, no force" in result.stdout
+    assert git(mirror, "rev-parse", "main") == git(docs, "rev-parse", "HEAD")
+    assert git(mirror, "log", "-1", "--format=%s", "main").startswith("promote: evidence for ")
+    assert run(fleet.work, "audit", "--push").exit_code == 2
