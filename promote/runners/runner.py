@@ -210,7 +210,9 @@ def run_package(
             )
         last = -1
         while proc.poll() is None:
-            time.sleep(POLL_S)
+            # Waiting on the process (not sleeping) notices its end at once, not up to POLL_S later.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=POLL_S)
             watch.poll()
             finished = sum(w.finished for w in watches)
             if on_progress is not None and finished != last:
