@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from promote.errors import GitError
+from promote.process import run_bounded
 from promote.redact import redact
 
 # Plain, untranslated messages that never wait for a password on a terminal nobody watches.
@@ -61,24 +60,10 @@ class Outcome:
 
 def run_git(cwd: Path, *args: str, timeout: float | None = None) -> Outcome:
     """Run `git ARGS...` in `cwd`; never raises on failure; on timeout, kill git and what it started."""
-    env = {**os.environ, **_ENV}
-    # A session of its own lets a timeout kill git's children (ssh, helpers) along with git.
-    with subprocess.Popen(
-        ["git", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    ) as proc:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            return Outcome(-9, "", f"timeout: git {args[0]} did not complete in {timeout:g} s")
-    return Outcome(proc.returncode, out.decode("utf-8", "replace"), redact(err.decode("utf-8", "replace")))
+    done = run_bounded(["git", *args], cwd=cwd, timeout=timeout, env={**os.environ, **_ENV})
+    if done.status is None:
+        return Outcome(-9, "", f"timeout: git {args[0]} did not complete in {timeout:g} s")
+    return Outcome(done.status, done.stdout.decode("utf-8", "replace"), redact(done.stderr.decode("utf-8", "replace")))
 
 
 class Repo:

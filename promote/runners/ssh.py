@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import shlex
-import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from promote.config import StationConfig
+from promote.process import run_bounded
 from promote.redact import redact
 
 CONNECT_TIMEOUT_S = 15
@@ -94,23 +93,12 @@ class Target:
     def run(self, script: str, *, stdin: bytes | None = None, timeout: float | None = None) -> Reply:
         """Run `script` on the station and wait; never raises on failure; on timeout, kill ssh."""
         try:
-            proc = subprocess.Popen(
-                self.argv(script),
-                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
+            done = run_bounded(self.argv(script), timeout=timeout, stdin=stdin)
         except FileNotFoundError:
             return Reply(255, b"", "ssh: the ssh client is not installed here")
-        with proc:
-            try:
-                out, err = proc.communicate(stdin, timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                out, err = proc.communicate()
-                return Reply(-9, out, f"ssh: no answer from the station in {timeout:g} s")
-        return Reply(proc.returncode, out, redact(err.decode("utf-8", "replace")))
+        if done.status is None:
+            return Reply(-9, done.stdout, f"ssh: no answer from the station in {timeout:g} s")
+        return Reply(done.status, done.stdout, redact(done.stderr.decode("utf-8", "replace")))
 
     def start(self, script: str, sink: IO[bytes]) -> subprocess.Popen[bytes]:
         """Start `script` on the station; its output and ssh's own messages go to `sink`."""
