@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -12,7 +13,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -316,6 +317,24 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     for row in rows:
         lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
     return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def exclusive(name: str) -> Iterator[None]:
+    """Hold WORK_DIR/<name>.lock while benchmarking: a second run waits instead of sharing the CPUs and fixtures."""
+    WORK_DIR.mkdir(parents=True, exist_ok=True)
+    if sys.platform == "win32":
+        yield
+        return
+    import fcntl
+
+    with (WORK_DIR / f"{name}.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"another {name} benchmark is running; waiting for it to finish ...", flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield  # the lock goes with the file when it closes
 
 
 def write_results(name: str, data: Mapping[str, Any]) -> Path:
