@@ -332,7 +332,7 @@ def exclusive(name: str) -> Iterator[None]:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"another {name} benchmark is running; waiting for it to finish ...", flush=True)
+            print(f"{name}: another run of this benchmark is going; waiting for it to finish ...", flush=True)
             fcntl.flock(lock, fcntl.LOCK_EX)
         yield  # the lock goes with the file when it closes
 

@@ -208,7 +208,7 @@ def describe(timings: Timings, numerator: str) -> None:
     print(f"quiet rounds (others under {QUIET:.0%} of the CPUs in both runs): {found}")
     if 2 * len(clean) <= len(timings.first):
         # The median then rests on rounds where another job's burst landed on one arm: it can say anything.
-        print("WARNING: most rounds were not quiet; the ratios above measure the other load, not promote")
+        print("WARNING: most rounds were not quiet; the median ratio may say more about the other load than the arms")
 
 
 def _median_text(values: list[float | None]) -> str:
@@ -232,6 +232,7 @@ def quiet_rounds(timings: Timings) -> list[int]:
 
 def timing_results(timings: Timings) -> dict[str, Any]:
     """The figures of one interleaved comparison, for the results JSON."""
+    quiet = quiet_rounds(timings)
     return {
         "first": timings.first,
         "seconds": timings.seconds,
@@ -244,8 +245,8 @@ def timing_results(timings: Timings) -> dict[str, Any]:
         "median_ratio": timings.median_ratio(),
         "cpu_ratios": timings.cpu_ratios(),
         "median_cpu_ratio": statistics.median(timings.cpu_ratios()),
-        "quiet_rounds": quiet_rounds(timings),
-        "mostly_quiet": 2 * len(quiet_rounds(timings)) > len(timings.first),
+        "quiet_rounds": quiet,
+        "mostly_quiet": 2 * len(quiet) > len(timings.first),
     }
 
 
