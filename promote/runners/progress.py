@@ -39,6 +39,7 @@ class ProgressLog:
     def __init__(self, out_dir: Path, worker: str) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
         self.worker = worker
+        self._worker_json = json.dumps(worker)
         # Line buffering pushes each line to the OS as it is written, so it outlives the process.
         self._file: IO[str] | None = open(  # noqa: SIM115 - held for the whole session
             progress_path(out_dir, worker), "a", buffering=1, encoding="utf-8"
@@ -60,7 +61,13 @@ class ProgressLog:
 
     def start(self, nodeid: str, index: int) -> None:
         """A test's protocol (setup, call, teardown) begins."""
-        self._write({"event": "start", "nodeid": nodeid, "index": index})
+        if self._file is None:
+            return
+        # Written once per test in every worker: formatted by hand, the same line `_write` would make.
+        self._file.write(
+            f'{{"worker":{self._worker_json},"t":{time.time():.6f},"event":"start",'
+            f'"nodeid":{json.dumps(nodeid)},"index":{int(index)}}}\n'
+        )
 
     def finish(
         self,

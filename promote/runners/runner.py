@@ -21,7 +21,6 @@ from pathlib import Path
 
 import promote
 from promote.config import PackageConfig
-from promote.runners import progress
 
 # Loaded by module path, so the plugin works in a package's own virtualenv without promote installed.
 PLUGIN = "promote.runners.plugin"
@@ -42,6 +41,8 @@ class ProcessOutcome:
     duration_s: float
     log: Path
     timed_out: tuple[str, ...] = ()
+    # (test id, worker) of tests whose worker died under them, as the watcher saw it; None: not watched.
+    crashed: tuple[tuple[str, str], ...] | None = None
 
 
 def command(
@@ -96,6 +97,8 @@ class _Tail:
         self.collected = 0
         self.pid: int | None = None
         self.running: tuple[str, float] | None = None  # (test id, start time) while a test runs
+        self.lost: list[str] = []  # tests that were running when their process died
+        self.serial_left: list[int | None] = []  # what each `collected` line said was left for the serial part
 
     def read(self, path: Path) -> None:
         with path.open("rb") as f:
@@ -115,9 +118,13 @@ class _Tail:
                 continue
             kind = event.get("event")
             if kind == "session":
+                # A new process appending to the same log (a replaced worker): the old one died mid-test.
+                if self.running is not None:
+                    self.lost.append(self.running[0])
                 self.pid, self.running = event.get("pid"), None
             elif kind == "collected":
                 self.collected = max(self.collected, int(event.get("count") or 0))
+                self.serial_left.append(event.get("serial_left"))
             elif kind == "start":
                 self.running = (str(event.get("nodeid")), float(event.get("t") or time.time()))
             elif kind == "end":
@@ -142,6 +149,19 @@ class Watch:
         # Every xdist worker collects the whole part, so any one count is the part's total.
         return max((t.collected for t in self.tails.values()), default=0)
 
+    def crashed(self) -> tuple[tuple[str, str], ...]:
+        """(test id, worker) of every test that was running when its process died; call after the process ends."""
+        return tuple(
+            (nodeid, path.stem.removeprefix("progress-"))
+            for path, tail in sorted(self.tails.items())
+            for nodeid in [*tail.lost, *([tail.running[0]] if tail.running else [])]
+        )
+
+    def serial_left(self) -> bool:
+        """Whether the parallel part left serial tests to run (True when it cannot tell: better run them)."""
+        counts = [c for tail in self.tails.values() for c in tail.serial_left]
+        return not counts or any(c is None or c > 0 for c in counts)
+
     def poll(self) -> None:
         for path in self.out_dir.glob("progress-*.jsonl"):
             tail = self.tails.setdefault(path, _Tail())
@@ -160,17 +180,6 @@ class Watch:
             # The worker dies mid-test; xdist replaces it and the test is named as unfinished.
             with contextlib.suppress(ProcessLookupError):
                 os.kill(tail.pid, signal.SIGKILL)
-
-
-def serial_left(part_dir: Path) -> bool:
-    """Whether the parallel part left serial tests to run (True when it cannot tell: better run them)."""
-    counts = [
-        e.serial_left
-        for path in part_dir.glob("progress-*.jsonl")
-        for e in progress.read_progress(path)
-        if e.event == "collected"
-    ]
-    return not counts or any(c is None or c > 0 for c in counts)
 
 
 def run_package(
@@ -194,7 +203,8 @@ def run_package(
     watches: list[Watch] = []
     phases = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
     for part, workers in phases:
-        if part == "serial" and not serial_left(out_dir / "parallel"):
+        # The watcher has read the parallel part's logs to their end: no need to read them again.
+        if part == "serial" and not watches[-1].serial_left():
             break
         part_dir = out_dir / part
         part_dir.mkdir(parents=True, exist_ok=True)
@@ -221,7 +231,9 @@ def run_package(
         watch.poll()
         elapsed = time.monotonic() - started
         done.append(
-            ProcessOutcome(part, part_dir, tuple(cmd), int(proc.returncode), elapsed, log, tuple(watch.timed_out))
+            ProcessOutcome(
+                part, part_dir, tuple(cmd), int(proc.returncode), elapsed, log, tuple(watch.timed_out), watch.crashed()
+            )
         )
     if on_progress is not None:
         on_progress(pkg.name, sum(w.finished for w in watches), sum(w.total for w in watches), True)

@@ -204,7 +204,8 @@ def summarize(
         part_tests = [t for w in workers for t in w.tests] + saved_tests
         finished = {t.nodeid for t in part_tests}
         timed_out |= set(done.timed_out)
-        lost += [(n, f"{done.part}/{w}") for n, w in crashed_tests(done.out_dir) if n not in finished]
+        died = done.crashed if done.crashed is not None else crashed_tests(done.out_dir)
+        lost += [(n, f"{done.part}/{w}") for n, w in died if n not in finished]
         tests += part_tests
         findings += [f for w in workers for f in w.findings] + saved_findings
     tests, collection_errors = _collection_errors(tests)
