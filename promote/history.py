@@ -47,6 +47,14 @@ MIGRATIONS = (
     );
     CREATE INDEX runs_started ON runs(started);
     """,
+    # `previous()` walks runs newest-first in (started, id) order and stops at the first match; with `id` in the
+    # index that walk needs no sort and no table reads. The old index is a prefix of the new one, so it only cost
+    # writes. IF [NOT] EXISTS because executescript autocommits each statement: a migration interrupted before
+    # user_version was bumped must be able to run again.
+    """
+    CREATE INDEX IF NOT EXISTS runs_started_id ON runs(started, id);
+    DROP INDEX IF EXISTS runs_started;
+    """,
 )
 
 
@@ -177,13 +185,21 @@ class History:
         )
 
     def previous(self, run: StoredRun) -> StoredRun | None:
-        """The newest earlier run that is comparable: it ran at least one of the same packages."""
-        rows = self._db.execute(
-            "SELECT id FROM runs WHERE started < ? OR (started = ? AND id < ?) ORDER BY started DESC, id DESC",
-            (run.started, run.started, run.run_id),
-        ).fetchall()
-        for (run_id,) in rows:
-            earlier = self.get(str(run_id))
-            if earlier.packages & run.packages:
-                return earlier
-        return None
+        """The newest earlier run that is comparable: it ran at least one of the same packages.
+
+        Earlier means before `run` in (started, id) order, of any kind; `run` need not be stored yet, and its
+        packages are taken from `run` itself, not from the database.
+        """
+        packages = sorted(run.packages)
+        if not packages:
+            return None
+        # Decided in SQL so that only the one run found is loaded: reading each earlier run in full until one
+        # matched made `promote history` quadratic in the size of the history.
+        row = self._db.execute(
+            "SELECT r.id FROM runs AS r WHERE (r.started, r.id) < (?, ?)"
+            " AND EXISTS (SELECT 1 FROM tests AS t WHERE t.run_id = r.id"
+            f" AND t.package IN ({', '.join('?' * len(packages))}))"
+            " ORDER BY r.started DESC, r.id DESC LIMIT 1",
+            (run.started, run.run_id, *packages),
+        ).fetchone()
+        return None if row is None else self.get(str(row[0]))

@@ -76,6 +76,154 @@ def test_previous_comparable_run_shares_a_package(tmp_path: Path) -> None:
     assert previous is not None and previous.run_id == "r1"
 
 
+def stored(run_id: str, started: str, *packages: str, kind: str = "test") -> StoredRun:
+    return StoredRun(
+        run_id=run_id,
+        kind=kind,
+        started=started,
+        finished=started,
+        commit=None,
+        command=f"promote {kind}",
+        tests=tuple(TestOutcome(package, f"t.py::{run_id}", "passed") for package in packages),
+    )
+
+
+def previous_by_scan(history: History, of: StoredRun) -> str | None:
+    """previous() as it was before it moved into SQL: every earlier run loaded until one shares a package."""
+    rows = history._db.execute(
+        "SELECT id FROM runs WHERE started < ? OR (started = ? AND id < ?) ORDER BY started DESC, id DESC",
+        (of.started, of.started, of.run_id),
+    ).fetchall()
+    for (run_id,) in rows:
+        if history.get(run_id).packages & of.packages:
+            return str(run_id)
+    return None
+
+
+def previous_id(history: History, of: StoredRun) -> str | None:
+    found = history.previous(of)
+    return None if found is None else found.run_id
+
+
+def test_previous_is_none_without_an_earlier_comparable_run(tmp_path: Path) -> None:
+    history = History(tmp_path)
+    first = stored("r1", "2026-01-01T00:00:01", "pkg")
+    assert history.previous(first) is None
+    history.record(first)
+    assert history.previous(first) is None, "a run is not its own previous"
+    later = stored("r2", "2026-01-01T00:00:02", "other")
+    history.record(later)
+    assert history.previous(later) is None, "r1 shares no package with r2"
+    assert history.previous(stored("r3", "2026-01-01T00:00:03")) is None, "a run without tests compares with none"
+
+
+def test_previous_needs_one_shared_package_not_all(tmp_path: Path) -> None:
+    history = History(tmp_path)
+    history.record(stored("r1", "2026-01-01T00:00:01", "a", "b"))
+    history.record(stored("r2", "2026-01-01T00:00:02", "c"))
+    history.record(stored("r3", "2026-01-01T00:00:03", "d"))
+    assert previous_id(history, stored("r4", "2026-01-01T00:00:04", "b", "c")) == "r2"
+    assert previous_id(history, stored("r4", "2026-01-01T00:00:04", "b", "x")) == "r1"
+
+
+def test_previous_orders_same_second_runs_by_id(tmp_path: Path) -> None:
+    history = History(tmp_path)
+    same = "2026-01-01T00:00:05"
+    for run_id in ("m", "a", "z"):
+        history.record(stored(run_id, same, "pkg"))
+    history.record(stored("b", "2026-01-01T00:00:04", "pkg"))
+    history.record(stored("0", "2026-01-01T00:00:06", "pkg"))
+    assert previous_id(history, stored("z", same, "pkg")) == "m"
+    assert previous_id(history, stored("m", same, "pkg")) == "a"
+    assert previous_id(history, stored("a", same, "pkg")) == "b", "same second, smaller id only: then earlier seconds"
+    assert previous_id(history, stored("0", "2026-01-01T00:00:06", "pkg")) == "z", "a smaller id is not earlier"
+
+
+def test_previous_crosses_kinds_and_takes_an_unstored_runs_own_packages(tmp_path: Path) -> None:
+    history = History(tmp_path)
+    history.record(stored("r1", "2026-01-01T00:00:01", "pkg", kind="audit"))
+    history.record(stored("r2", "2026-01-01T00:00:02", "other", kind="audit"))
+    history.record(stored("r3", "2026-01-01T00:00:03", "pkg", kind="test"))
+    # an audit asks before it records itself, and may run other packages than a stored run of the same id had
+    history.record(stored("r4", "2026-01-01T00:00:04", "pkg", kind="test"))
+    pending = stored("r4", "2026-01-01T00:00:04", "other", kind="test")
+    previous = history.previous(pending)
+    assert previous is not None and (previous.run_id, previous.kind) == ("r2", "audit")
+    assert previous == history.get("r2"), "the run comes back in full"
+    previous = history.previous(stored("r5", "2026-01-01T00:00:05", "pkg", kind="audit"))
+    assert previous is not None and (previous.run_id, previous.kind) == ("r4", "test")
+
+
+def test_previous_agrees_with_scanning_every_earlier_run(tmp_path: Path) -> None:
+    history = History(tmp_path)
+    runs = []
+    for n in range(60):
+        # few distinct seconds and ids out of time order, so ties and id order matter; some runs have no tests
+        packages = [p for i, p in enumerate(("a", "b", "c", "d")) if (n * 7 + i * 3) % 5 == 0]
+        kind = ("test", "audit")[n % 2]
+        runs.append(stored(f"r{(n * 37) % 61:02d}", f"2026-01-01T00:00:{n % 9:02d}", *packages, kind=kind))
+    for each in runs:
+        history.record(each)
+    expected = [previous_by_scan(history, each) for each in runs]
+    assert [previous_id(history, each) for each in runs] == expected
+    assert sum(e is not None for e in expected) > 30 and expected.count(None) > 3, "both outcomes are exercised"
+
+
+def test_previous_loads_only_the_run_it_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    history = History(tmp_path)
+    history.record(stored("r000", "2026-01-01T00:00:00", "pkg"))
+    for n in range(1, 50):
+        history.record(stored(f"r{n:03d}", f"2026-01-01T00:01:{n:02d}", "other"))
+    loaded: list[str] = []
+    get = History.get
+    monkeypatch.setattr(History, "get", lambda self, run_id: loaded.append(run_id) or get(self, run_id))
+    assert previous_id(history, stored("r999", "2026-01-02T00:00:00", "pkg")) == "r000"
+    assert loaded == ["r000"]
+
+
+def test_a_schema_1_database_is_migrated_and_keeps_its_runs(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "history.sqlite")
+    db.executescript(MIGRATIONS[0])
+    db.execute("PRAGMA user_version = 1")
+    for run_id, started, package in (("r1", "2026-01-01T00:00:01", "pkg"), ("r2", "2026-01-01T00:00:02", "other")):
+        db.execute(
+            "INSERT INTO runs VALUES (?, 'test', ?, ?, NULL, 'promote test', '{}', '{}', '{}')",
+            (run_id, started, started),
+        )
+        db.execute("INSERT INTO tests VALUES (?, ?, 't.py::a', 'passed', 0.5, 'local')", (run_id, package))
+    db.commit()
+    db.close()
+
+    history = History(tmp_path)
+    assert history.run_ids() == ["r2", "r1"]
+    previous = history.previous(stored("r3", "2026-01-01T00:00:03", "pkg"))
+    assert previous is not None and previous.run_id == "r1"
+    assert previous.tests == (TestOutcome("pkg", "t.py::a", "passed", 0.5, "local"),)
+    history.close()
+
+    db = sqlite3.connect(tmp_path / "history.sqlite")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 2
+    indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'")}
+    assert "runs_started_id" in indexes and "runs_started" not in indexes
+    plan = " ".join(r[3] for r in db.execute(
+        "EXPLAIN QUERY PLAN SELECT id FROM runs WHERE (started, id) < (?, ?) ORDER BY started DESC, id DESC LIMIT 1",
+        ("x", "y"),
+    ))  # fmt: skip
+    assert "runs_started_id" in plan and "TEMP B-TREE" not in plan
+
+
+def test_an_interrupted_migration_runs_again(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "history.sqlite")
+    db.executescript(MIGRATIONS[0])
+    db.executescript("CREATE INDEX runs_started_id ON runs(started, id);")  # applied, user_version not yet bumped
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    History(tmp_path).close()
+    db = sqlite3.connect(tmp_path / "history.sqlite")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+
+
 def test_fixes_are_credited_and_filtered_failures_are_not_fixes() -> None:
     before = run(
         "r1",
