@@ -76,7 +76,9 @@ def last_merge(root: Path, candidate: str) -> str | None:
 
 def run_checks(ws: Workspace, result: CheckResult, run: RunResult | None) -> dict[str, CheckOutcome]:
     cfg = ws.config
-    outcomes = {"deployed": audit_deployed(ws.repo, cfg, result.candidate)}
+    # check() already measured the drift (and raised on a measuring error); measuring again would rerun
+    # deployed_command and could judge a different answer than the one the check reported.
+    outcomes = {"deployed": audit_deployed(ws.repo, cfg, result.candidate, drift=result.drift)}
     report = survey_ci(ws.repo.root, cfg, inventory(ws, run))
     # A repository without CI workflows has nothing for the CI audit to judge; the gate says so instead.
     if report.workflows:

@@ -14,15 +14,26 @@ NAME = "deployed"
 FILES_LISTED = 10
 
 
-def audit_deployed(repo: Repo, config: Config, candidate_sha: str) -> CheckOutcome:
-    """Compare the deployed commit with `candidate_sha` (trunk): same, test-only, undeployed, or trunk behind."""
+def audit_deployed(
+    repo: Repo, config: Config, candidate_sha: str, *, drift: Drift | DriftUndecided | None = None
+) -> CheckOutcome:
+    """Compare the deployed commit with `candidate_sha` (trunk): same, test-only, undeployed, or trunk behind.
+
+    `drift` is what `promote check` already measured for `candidate_sha`; without it the drift is measured here.
+    """
     if config.deployed is None and config.deployed_command is None:
         why = f"no deployed ref configured ({config.prefix}.deployed or {config.prefix}.deployed_command)"
         return CheckOutcome(NAME, UNDECIDED, why)
-    try:
-        d = drift_mod.measure(repo, config, candidate_sha)
-    except PromoteError as e:
-        return CheckOutcome(NAME, UNDECIDED, str(e))
+    if isinstance(drift, Drift) and drift.candidate != candidate_sha:
+        # The evidence names drift.candidate as trunk; a drift of another commit would judge the wrong one.
+        raise ValueError(f"drift was measured for {drift.candidate}, not {candidate_sha}")
+    # Measuring runs the user's deployed_command: an audit passes check()'s drift so it runs once, not twice.
+    d = drift
+    if d is None:
+        try:
+            d = drift_mod.measure(repo, config, candidate_sha)
+        except PromoteError as e:
+            return CheckOutcome(NAME, UNDECIDED, str(e))
     if d is None:  # pragma: no cover - excluded by the configuration test above
         return CheckOutcome(NAME, UNDECIDED, "no deployed ref configured")
     if isinstance(d, DriftUndecided):

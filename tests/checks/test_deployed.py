@@ -1,14 +1,20 @@
-"""Deployed gate: a branch, a command's answer, a command that hangs or fails; and `promote check` with a command."""
+"""Deployed gate: a branch, a command's answer, a command that hangs or fails; `promote check` and `promote audit`."""
 
 from __future__ import annotations
 
+import json
+import shlex
 import time
+from pathlib import Path
 
-from promote import config
+import pytest
+
+from promote import config, gates
+from promote import drift as drift_mod
 from promote.checks.deployed import audit_deployed
 from promote.config import Config
 from promote.git import Repo
-from tests.helpers.cli import run_json
+from tests.helpers.cli import run, run_json
 from tests.helpers.gitrepos import Fleet, commit, git
 
 
@@ -165,3 +171,122 @@ def test_check_with_a_deployed_command_reports_drift_and_a_failing_one_is_undeci
     assert report["drift"]["status"] == "undecided"
     assert report["drift"]["reason"] == "`false` exited with status 1"
     assert report["findings"] == []
+
+
+def counted(log: Path, script: str) -> str:
+    """A deployed_command that leaves one line in `log` each time it runs, then runs `script`."""
+    return json.dumps(["sh", "-c", f"echo ran >> {shlex.quote(str(log))}; {script}"])
+
+
+def runs_of(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_a_given_drift_is_judged_without_measuring_again(fleet: Fleet, tmp_path: Path) -> None:
+    log = tmp_path / "deployed.log"
+    git(fleet.work, "branch", "deployed")
+    cfg = load(fleet, f"deployed_command = {counted(log, 'git rev-parse deployed')}\n")
+    head = git(fleet.work, "rev-parse", "HEAD")
+    repo = Repo(fleet.work)
+
+    measured = drift_mod.measure(repo, cfg, head)
+    given = audit_deployed(repo, cfg, head, drift=measured)
+    assert runs_of(log) == 1
+    alone = audit_deployed(repo, cfg, head)
+    assert runs_of(log) == 2  # without a drift it still measures on its own
+
+    assert given == alone
+    assert (given.status, given.reason) == ("fail", "1 commit(s) on main changing non-test files are not deployed")
+
+
+def test_a_given_undecided_drift_gives_the_same_undecided_reason(fleet: Fleet, tmp_path: Path) -> None:
+    log = tmp_path / "deployed.log"
+    cfg = load(fleet, f"deployed_command = {counted(log, 'exit 3')}\n")
+    head = git(fleet.work, "rev-parse", "HEAD")
+    repo = Repo(fleet.work)
+
+    given = audit_deployed(repo, cfg, head, drift=drift_mod.measure(repo, cfg, head))
+    assert runs_of(log) == 1
+
+    assert given == audit_deployed(repo, cfg, head)
+    assert given.status == "undecided"
+    assert given.reason.startswith("cannot tell what production serves: `sh -c echo ran >> ")
+    assert given.reason.endswith("; exit 3` exited with status 3")
+
+
+def test_a_drift_of_another_commit_is_refused(fleet: Fleet) -> None:
+    git(fleet.work, "branch", "deployed")
+    cfg = load(fleet, 'deployed = "deployed"\n')
+    head = git(fleet.work, "rev-parse", "HEAD")
+    parent = git(fleet.work, "rev-parse", "HEAD~1")
+    measured = drift_mod.measure(Repo(fleet.work), cfg, parent)
+
+    with pytest.raises(ValueError, match=f"drift was measured for {parent}, not {head}"):
+        audit_deployed(Repo(fleet.work), cfg, head, drift=measured)
+
+
+def test_a_deployed_ref_naming_no_commit_is_undecided_with_the_reason(fleet: Fleet) -> None:
+    cfg = load(fleet, 'deployed = "nowhere"\n')
+
+    outcome = audit_deployed(Repo(fleet.work), cfg, git(fleet.work, "rev-parse", "HEAD"))
+
+    assert outcome.status == "undecided"
+    assert outcome.reason == (
+        f"{fleet.work / 'promote.toml'}: promote.deployed: 'nowhere' names no commit in {fleet.work} "
+        "(fetch it, or name a branch, tag or sha that exists here)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("script", "status", "first"),
+    [
+        ("git rev-parse HEAD", "pass", "production serves main ({head7}) itself"),
+        ("git rev-parse deployed", "fail", "1 commit(s) on main changing non-test files are not deployed"),
+        ("exit 3", "undecided", "cannot tell what production serves: `sh -c echo ran >> {log}; exit 3` exited"),
+    ],
+    ids=["same", "undeployed", "failing"],
+)
+def test_audit_runs_deployed_command_once_and_keeps_the_gate(
+    fleet: Fleet, tmp_path: Path, script: str, status: str, first: str
+) -> None:
+    log = tmp_path / "deployed.log"
+    git(fleet.work, "branch", "deployed")
+    cfg = load(fleet, f"deployed_command = {counted(log, script)}\n")
+    head = git(fleet.work, "rev-parse", "HEAD")
+    for mirror in fleet.mirrors:
+        git(fleet.work, "push", "-q", mirror, "main")
+
+    code, report = run_json(fleet.work, "audit")
+
+    assert code in (0, 1, 3), report
+    assert runs_of(log) == 1
+    gate = report["gates"]["deployed"]
+    assert gate["status"] == status
+    assert gate["evidence"][0].startswith(first.format(head7=head[:7], log=log))
+    # The gate the audit decided from check()'s drift is the one the deployed check decides measuring on its own.
+    assert gate == gates.from_check(audit_deployed(Repo(fleet.work), cfg, head), "unused").to_json()
+
+
+def test_audit_without_a_deployed_ref_says_none_is_configured(fleet: Fleet) -> None:
+    for mirror in fleet.mirrors:
+        git(fleet.work, "push", "-q", mirror, "main")
+
+    code, report = run_json(fleet.work, "audit")
+
+    assert code == 3, report  # undecided: the deployed gate cannot be decided
+    assert report["gates"]["deployed"] == {
+        "status": "undecided",
+        "evidence": ["no deployed ref configured (promote.deployed or promote.deployed_command)"],
+    }
+
+
+def test_audit_with_a_deployed_ref_naming_no_commit_stops_with_the_error(fleet: Fleet) -> None:
+    load(fleet, 'deployed = "nowhere"\n')
+    for mirror in fleet.mirrors:
+        git(fleet.work, "push", "-q", mirror, "main")
+
+    result = run(fleet.work, "audit", "--json")
+
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "promote.deployed: 'nowhere' names no commit in" in result.stderr
