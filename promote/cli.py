@@ -175,21 +175,28 @@ def merge(obj: Context, candidate: str | None, dry_run: bool, as_json: bool) -> 
     sys.exit(EXIT_CODES[result.verdict])
 
 
+def _load_test_report() -> None:
+    # Loaded while the tests start up rather than before them: their start-up leaves a core idle.
+    import promote.store
+    import promote.testreport  # noqa: F401
+
+
 @cli.command("test")
 @click.option("--package", "package", metavar="NAME", default=None, help="Run only this package.")
 @json_option
 @click.pass_obj
 def test_command(obj: Context, package: str | None, as_json: bool) -> None:
     """Run the test packages with isolation; record what ran and what leaked."""
-    from promote.store import record_test_run
-    from promote.testreport import run_report
     from promote.testrun import run_tests
     from promote.workspace import load_config
 
     progress = LiveProgress(live=sys.stderr.isatty())
     config = load_config(obj.directory, obj.config)
-    result = run_tests(config, package=package, on_progress=progress.update)
+    result = run_tests(config, package=package, on_progress=progress.update, meanwhile=_load_test_report)
     progress.close()
+    from promote.store import record_test_run
+    from promote.testreport import run_report
+
     record_test_run(config, result, command_line())
     emit(result.to_json(), run_report(result), as_json=as_json)
     sys.exit(EXIT_OK if result.green else EXIT_BLOCKED)

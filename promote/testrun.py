@@ -2,27 +2,39 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from promote import journal, stations
-from promote.checks import requirements
 from promote.config import Config, PackageConfig, StationConfig
 from promote.errors import ConfigError, UsageError
-from promote.findings import Finding
 from promote.journal import new_run_id
-from promote.order import Budget, investigate
-from promote.runners import remote, runner
-from promote.runners.junit import write_junit
+from promote.runners import runner
 from promote.runners.runner import ProgressCallback
-from promote.runners.summary import PackageResult, summarize
 from promote.stations import Inventory, local_platform
+
+if TYPE_CHECKING:
+    from promote.findings import Finding
+    from promote.runners.summary import PackageResult
+
+# Imported only once the tests have started: pytest's start-up leaves a core idle, and loading these
+# before it would delay every run by their import time (issue 3's overhead budget).
+_AFTER_START = (
+    "promote.checks.requirements",
+    "promote.order",
+    "promote.runners.junit",
+    "promote.runners.remote",
+    "promote.runners.summary",
+)
 
 __all__ = ["RunResult", "local_platform", "new_run_id", "run_tests", "select"]
 
@@ -80,6 +92,12 @@ def last_run_dir(config: Config, package: str) -> Path | None:
     return found[-1] if found else None
 
 
+def station_of(config: Config, pkg: PackageConfig) -> StationConfig | None:
+    """The ssh station `pkg` runs on, or None when it runs here."""
+    sc = next((s for s in config.stations if s.name == pkg.station), None)
+    return sc if sc is not None and sc.ssh is not None else None
+
+
 def run_one(
     pkg: PackageConfig,
     run_dir: Path,
@@ -88,7 +106,11 @@ def run_one(
     *,
     remote_station: StationConfig | None = None,
 ) -> PackageResult:
+    from promote.runners.summary import summarize
+
     if remote_station is not None:
+        from promote.runners import remote
+
         # Same pytest command and plugin, run there over ssh; results come back into run_dir as a local run's.
         return remote.run_remote(pkg, remote_station, run_dir, on_progress)
     out_dir = run_dir / pkg.name
@@ -108,8 +130,13 @@ def run_tests(
     package: str | None = None,
     on_progress: ProgressCallback | None = None,
     run_id: str | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> RunResult:
-    """Run the selected packages concurrently (bounded by cores) and store the run."""
+    """Run the selected packages concurrently (bounded by cores) and store the run.
+
+    `meanwhile` is called once the packages have started, while they run: the place for work
+    (such as imports) that the caller needs only afterwards.
+    """
     chosen = select(config, package)
     run_id = run_id or new_run_id()
     run_dir = journal.state_dir(config.root) / "runs" / run_id
@@ -119,12 +146,20 @@ def run_tests(
     fleet = stations.inventory(config)
     (run_dir / "station.json").write_text(json.dumps(fleet.local.to_json(), indent=1), encoding="utf-8")
     with ThreadPoolExecutor(max_workers=max(1, min(len(chosen), os.cpu_count() or 1))) as pool:
-        results = tuple(
-            pool.map(
-                lambda p: run_one(p, run_dir, on_progress, fleet.local, remote_station=remote.station_of(config, p)),
-                chosen,
-            )
-        )
+        started_runs = [
+            pool.submit(run_one, p, run_dir, on_progress, fleet.local, remote_station=station_of(config, p))
+            for p in chosen
+        ]
+        for module in _AFTER_START:
+            importlib.import_module(module)
+        if meanwhile is not None:
+            meanwhile()
+        results = tuple(f.result() for f in started_runs)
+    from promote.checks import requirements
+    from promote.order import Budget, investigate
+    from promote.runners import remote
+    from promote.runners.junit import write_junit
+
     # Tests no station here can run are blocked, not failed; they are not rerun or bisected below.
     rules = requirements.rules_of(config.requirements)
     results = tuple(requirements.classify(r, remote.inventory_for(fleet, r), rules) for r in results)
@@ -132,7 +167,7 @@ def run_tests(
     # Reruns happen here, so a package that ran on another station is not rerun (here is not where it ran).
     budget = Budget(config.max_reruns)
     results = tuple(
-        r if remote.station_of(config, p) else investigate(p, r, budget) for p, r in zip(chosen, results, strict=True)
+        r if station_of(config, p) else investigate(p, r, budget) for p, r in zip(chosen, results, strict=True)
     )
     for r in results:
         write_junit(r, r.out_dir / "junit.xml")

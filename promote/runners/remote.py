@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from promote import stations
-from promote.config import Config, PackageConfig, StationConfig
+from promote.config import PackageConfig, StationConfig
 from promote.runners import runner, station_sync
 from promote.runners.remote_faults import station_error, with_faults
 from promote.runners.remote_watch import timed_out
@@ -31,12 +31,6 @@ FETCH_TIMEOUT_S = 600.0
 POLL_S = 0.25
 # Python's own exec, after leaving ssh's process group: a dropped run can then be killed as one group.
 _SETSID = "import os, sys\ntry:\n    os.setsid()\nexcept OSError:\n    pass\nos.execvp(sys.argv[1], sys.argv[1:])\n"
-
-
-def station_of(config: Config, pkg: PackageConfig) -> StationConfig | None:
-    """The ssh station `pkg` runs on, or None when it runs here."""
-    sc = next((s for s in config.stations if s.name == pkg.station), None)
-    return sc if sc is not None and sc.ssh is not None else None
 
 
 def default_workdir(top: Path) -> str:
