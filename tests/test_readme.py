@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import importlib
 import plistlib
 import re
+import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
 from promote import config
 from promote.cli import cli
+from promote.runners.probes import ENTRY_POINT_GROUP, as_probe
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the fallback promote itself depends on
+    import tomli as tomllib
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
 
@@ -19,7 +29,7 @@ def blocks(language: str) -> list[str]:
 
 
 def test_every_toml_example_is_a_valid_configuration(tmp_path: Path) -> None:
-    examples = blocks("toml")
+    examples = [text for text in blocks("toml") if not text.startswith("[project.")]
     assert len(examples) >= 2
     for i, text in enumerate(examples):
         body = text if text.lstrip().startswith("[promote]") else '[promote]\ntrunk = "main"\n' + text
@@ -79,3 +89,30 @@ def test_every_finding_promote_emits_is_explained() -> None:
     assert len(emitted) > 15
     assert emitted <= explained
     assert explained >= CONTRACT_CHECKS
+
+
+def test_the_probe_example_registers_under_the_entry_point_group_and_makes_probes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    [pyproject] = [text for text in blocks("toml") if text.startswith("[project.")]
+    [(name, target)] = tomllib.loads(pyproject)["project"]["entry-points"][ENTRY_POINT_GROUP].items()
+    module, function = target.split(":")
+    [example] = [text for text in blocks("python") if "Probe(" in text]
+    # The example's own module layout, with a stand-in for the project module it watches.
+    package = tmp_path / "myproject"
+    (package / "testing").mkdir(parents=True)
+    for init in (package / "__init__.py", package / "testing" / "__init__.py"):
+        init.write_text("")
+    (package / "tokenizers.py").write_text("CACHE_SIZE = 128\n")
+    (tmp_path / (module.replace(".", "/") + ".py")).write_text(example)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    probes = [as_probe(p) for p in getattr(importlib.import_module(module), function)()]
+    tok: Any = importlib.import_module("myproject.tokenizers")
+    [probe] = probes
+    before = probe.snapshot()
+    tok.CACHE_SIZE = 4096  # what a test that leaks would do
+    assert probe.changes(before, probe.snapshot())
+    assert probe.restore is not None
+    probe.restore(before)
+    assert (name, tok.CACHE_SIZE) == ("tokenizer-cache", 128)

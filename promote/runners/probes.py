@@ -41,7 +41,10 @@ class Change(NamedTuple):
 
 @dataclass(frozen=True)
 class Probe:
-    """A piece of global state to watch; `diff` defaults to per-key for mappings, else `!=`."""
+    """A piece of global state to watch; `diff` defaults to per-key for mappings, else `!=`.
+
+    `diff` is asked only about snapshots that are not equal (`==`): equal ones have no changes.
+    """
 
     name: str
     snapshot: Callable[[], object]

@@ -7,6 +7,8 @@ import textwrap
 
 import pytest
 
+from promote.runners.leaks import LeakWatch
+from promote.runners.probes import Change, Probe
 from tests.runners.support import out_dir, record
 
 pytest_plugins = ["pytester"]
@@ -207,3 +209,51 @@ def test_projects_add_probes_through_the_entry_point_group(
     [leak] = rec.findings("leaked-state")
     assert leak.subject == "test_counter.py::test_raises_level"
     assert "counter.level: 1 -> 5" in leak.message
+
+
+class _Ambiguous:
+    """A value whose `==` raises, like an array's truth value."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("truth value is ambiguous")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Ambiguous({self.n})"
+
+
+def test_a_probe_diff_is_asked_only_when_snapshots_differ_and_raising_equality_still_reports() -> None:
+    state = {"level": 1, "array": _Ambiguous(1)}
+    asked: list[tuple[object, object]] = []
+
+    def diff(before: int, after: int) -> list[Change]:
+        asked.append((before, after))
+        return [] if before == after else [Change("level", before, after)]
+
+    watch = LeakWatch(
+        [
+            Probe("level", lambda: state["level"], None, diff),
+            Probe("array", lambda: state["array"], None, lambda b, a: [] if b.n == a.n else [Change("array", b, a)]),
+        ],
+        restore=False,
+    )
+    state["array"] = same = _Ambiguous(1)  # the same object before and after: nothing to compare
+    before = watch.before_test()
+    assert watch.check("t.py::test_quiet", before) is None
+    assert asked == []
+
+    before = watch.before_test()
+    state["level"] = 2
+    leak = watch.check("t.py::test_raises_level", before)
+    assert leak is not None and "level: 1 -> 2" in leak.message
+    assert asked == [(1, 2)]
+
+    before = watch.before_test()
+    state["array"] = _Ambiguous(7)  # a new object whose == raises: the per-probe diff decides
+    leak = watch.check("t.py::test_swaps_array", before)
+    assert leak is not None and "Ambiguous(1) -> Ambiguous(7)" in leak.message
+    assert same is not state["array"]
