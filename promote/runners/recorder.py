@@ -90,7 +90,15 @@ class Recorder:
             self.watch = LeakWatch(probes + extra, restore=leaks == "restore")
 
     def _whereabouts(self) -> tuple[str | None, str, str | None]:
-        return self.where, self.phase, self.fixtures[-1] if self.fixtures else None
+        phase = self.phase
+        run = self.running
+        if run is not None:
+            # pytest names the phase it is in ("<test id> (call)"). Read here, when a stream is made,
+            # rather than followed through three more hooks on every test.
+            current = os.environ.get("PYTEST_CURRENT_TEST", "")
+            if current.startswith(run.nodeid + " (") and current.endswith(")"):
+                phase = current[len(run.nodeid) + 2 : -1]
+        return self.where, phase, self.fixtures[-1] if self.fixtures else None
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -137,20 +145,6 @@ class Recorder:
             run.requirements = item.stash.get(REQUIREMENTS, ())
             self._finish(run)
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(self) -> None:
-        self.phase = "setup"
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_call(self) -> None:
-        self.phase = "call"
-        if self.running is not None:
-            self.running.thread = threading.current_thread()
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_teardown(self) -> None:
-        self.phase = "teardown"
-
     @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[Any]) -> Generator[None, object, object]:
         self.fixtures.append(fixturedef.argname)
@@ -175,15 +169,18 @@ class Recorder:
         if pre is not None and self.watch is not None and self.before is not None:
             self.watch.rebase(self.before, pre)
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+        # Returns nothing, so pytest's own implementation still makes the report. A plain hook, not a
+        # wrapper: it runs three times per test.
         run = self.running
-        if run is not None and call.when == "setup" and call.excinfo is not None and run.fixture is None:
+        if run is None:
+            return
+        if call.when == "call":
+            # The report is made on the thread that ran the test's call phase.
+            run.thread = threading.current_thread()
+        elif call.when == "setup" and call.excinfo is not None and run.fixture is None:
             run.fixture = failing_fixture(item, call.excinfo)
-        return report
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

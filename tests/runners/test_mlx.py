@@ -69,6 +69,31 @@ def test_cross_thread_stream_names_the_test_whose_fixture_made_the_stream(pytest
     )
 
 
+PHASES = """
+    import mlx.core as mx
+    import pytest
+
+    @pytest.fixture
+    def made_in_teardown():
+        yield
+        mx.new_stream(mx.cpu)
+
+    def test_makes_one_in_its_body(made_in_teardown):
+        mx.new_stream(mx.cpu)
+"""
+
+
+def test_each_stream_records_the_phase_it_was_made_in(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_phases=PHASES)
+
+    rec = record(pytester, subprocess=True)
+
+    rec.run.assert_outcomes(passed=1)
+    made = sorted((s.index, s.phase, s.created_by) for s in rec.results[0].streams if s.phase != "default")
+    test = "test_phases.py::test_makes_one_in_its_body"
+    assert [(phase, by) for _, phase, by in made] == [("call", test), ("teardown", test)]
+
+
 COMPILE = """
     import mlx.core as mx
 
