@@ -6,6 +6,7 @@ import importlib
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +36,9 @@ _AFTER_START = (
     "promote.runners.remote",
     "promote.runners.summary",
 )
+# Held by whichever thread imports them: two threads importing into the same import cycle at once
+# can be handed a partly initialised module (an ImportError that comes and goes).
+_IMPORTING = threading.Lock()
 
 __all__ = ["RunResult", "local_platform", "new_run_id", "run_tests", "select"]
 
@@ -106,10 +110,9 @@ def run_one(
     *,
     remote_station: StationConfig | None = None,
 ) -> PackageResult:
-    from promote.runners.summary import summarize
-
     if remote_station is not None:
-        from promote.runners import remote
+        with _IMPORTING:
+            from promote.runners import remote
 
         # Same pytest command and plugin, run there over ssh; results come back into run_dir as a local run's.
         return remote.run_remote(pkg, remote_station, run_dir, on_progress)
@@ -121,6 +124,8 @@ def run_one(
         pkg, out_dir, python=python, leaks=pkg.leaks, on_progress=on_progress, station=station_file
     )
     name = f"{station.name} ({station.platform})" if station is not None else f"local ({local_platform()})"
+    with _IMPORTING:
+        from promote.runners.summary import summarize
     return summarize(pkg.name, pkg.path, out_dir, station=name, parts=parts, timeout_s=pkg.timeout_s)
 
 
@@ -135,7 +140,7 @@ def run_tests(
     """Run the selected packages concurrently (bounded by cores) and store the run.
 
     `meanwhile` is called once the packages have started, while they run: the place for work
-    (such as imports) that the caller needs only afterwards.
+    (such as imports) that the caller needs only afterwards. It runs holding the import lock.
     """
     chosen = select(config, package)
     run_id = run_id or new_run_id()
@@ -150,10 +155,11 @@ def run_tests(
             pool.submit(run_one, p, run_dir, on_progress, fleet.local, remote_station=station_of(config, p))
             for p in chosen
         ]
-        for module in _AFTER_START:
-            importlib.import_module(module)
-        if meanwhile is not None:
-            meanwhile()
+        with _IMPORTING:
+            for module in _AFTER_START:
+                importlib.import_module(module)
+            if meanwhile is not None:
+                meanwhile()
         results = tuple(f.result() for f in started_runs)
     from promote.checks import requirements
     from promote.order import Budget, investigate
