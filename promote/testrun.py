@@ -183,7 +183,8 @@ def run_tests(
         finished=datetime.now(timezone.utc).isoformat(timespec="microseconds"),
         packages=results,
         out_dir=run_dir,
-        stations=fleet,
+        # As each station was when the tests ran: detected here, and detected there for remote packages.
+        stations=remote.as_detected(fleet, results),
     )
     (run_dir / "run.json").write_text(
         json.dumps({**result.to_json(), "wall_s": round(time.monotonic() - t0, 3)}, indent=1), encoding="utf-8"

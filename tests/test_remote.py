@@ -49,6 +49,9 @@ def test_a_package_runs_on_the_station_and_comes_back_like_a_local_one(tmp_path:
         assert (Path(there["results"]) / part / "pytest.log").is_file()
     detected = json.loads((Path(there["results"]) / "station.json").read_text())
     assert detected["name"] == "training" and detected["detected"] is True and detected["local"] is False
+    # The run lists the station as it was found there, with the way to reach it kept.
+    [listed] = [s for s in report["stations"]["stations"] if s["name"] == "training"]
+    assert listed == {**{k: v for k, v in detected.items() if k != "notes"}, "ssh": server.destination}
     # The candidate reached the station by a push to a ref of its own, and is what ran there.
     sha = git(repo, "rev-parse", "HEAD")
     work = tmp_path / "station"

@@ -14,6 +14,7 @@ import subprocess
 import tarfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -211,3 +212,12 @@ def inventory_for(fleet: stations.Inventory, result: PackageResult) -> stations.
         return fleet
     others = tuple(replace(s, local=False) for s in fleet.stations if s.name != there.name)
     return stations.Inventory((replace(there, local=True), *others), fleet.notes)
+
+
+def as_detected(fleet: stations.Inventory, results: Sequence[PackageResult]) -> stations.Inventory:
+    """The inventory with every station a package ran on over ssh as detected there, not as configured."""
+    seen = {s.name: s for r in results if (s := ran_on(r)) is not None}
+    return stations.Inventory(
+        tuple(replace(seen[s.name], local=False, ssh=s.ssh) if s.name in seen else s for s in fleet.stations),
+        fleet.notes,
+    )
