@@ -6,9 +6,12 @@ import re
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup, escape
 
 # Everything Markdown (or the HTML an mkdocs site lets through) could read as markup.
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+# `text` in an evidence line or a message: a command, a file or an id, shown as code in HTML.
+_BACKTICKED = re.compile(r"`([^`]+)`")
 
 
 def md_escape(value: object) -> str:
@@ -34,7 +37,19 @@ def _environment(*, html: bool) -> Environment:
         **escaping,
     )
     env.filters["status_mark"] = lambda s: {"pass": "PASS", "fail": "FAIL"}.get(str(s), "UNDECIDED")
+    env.filters["id_breaks"] = id_breaks
+    env.filters["inline_code"] = inline_code
     return env
+
+
+def id_breaks(value: object) -> Markup:
+    """A test id or path, escaped, that may wrap after `/` and `::` rather than mid-name."""
+    return escape(str(value)).replace("/", Markup("/<wbr>")).replace("::", Markup("::<wbr>"))
+
+
+def inline_code(value: object) -> Markup:
+    """Text escaped first, then its `backticked` parts shown as code: nothing in it becomes markup."""
+    return Markup(_BACKTICKED.sub(r"<code>\1</code>", str(escape(str(value)))))
 
 
 def chart(history: list[dict[str, Any]], *, width: int = 640, height: int = 160) -> dict[str, Any]:
@@ -42,13 +57,13 @@ def chart(history: list[dict[str, Any]], *, width: int = 640, height: int = 160)
     series = ("passed", "failed", "blocked")
     top = max([1, *(int(h.get(s, 0)) for h in history for s in series)])
     step = width / max(1, len(history) - 1)
-    lines = {}
-    for s in series:
-        points = [
-            f"{round(i * step, 1)},{round(height - int(h.get(s, 0)) * height / top, 1)}" for i, h in enumerate(history)
-        ]
-        lines[s] = " ".join(points)
-    return {"width": width, "height": height, "top": top, "lines": lines, "runs": len(history)}
+    dots: dict[str, list[tuple[float, float]]] = {
+        s: [(round(i * step, 1), round(height - int(h.get(s, 0)) * height / top, 1)) for i, h in enumerate(history)]
+        for s in series
+    }
+    # A line needs two runs; a dot per run shows the first one too.
+    lines = {s: " ".join(f"{x},{y}" for x, y in points) for s, points in dots.items()}
+    return {"width": width, "height": height, "top": top, "lines": lines, "dots": dots, "runs": len(history)}
 
 
 def markdown(doc: dict[str, Any]) -> str:

@@ -106,3 +106,31 @@ def test_evidence_json_validates_against_the_shipped_schema(tmp_path: Path) -> N
         assert "maybe" in e.message
     else:
         raise AssertionError("a wrong verdict must not validate")
+
+
+def test_backticked_text_becomes_code_and_ids_wrap_at_their_separators() -> None:
+    doc = hostile_doc()
+    doc["gates"]["merged"]["evidence"] = ["nothing to discard: `promote merge` is safe", "`<script>alert(3)</script>`"]
+    page = render_pages.html(doc)
+    parsed = Elements()
+    parsed.feed(page)
+
+    assert "<code>promote merge</code> is safe" in page
+    # Escaped before the backticks are read: a tag inside them is code text, not a tag.
+    assert "script" not in parsed.tags and "<code>&lt;script&gt;alert(3)&lt;/script&gt;</code>" in page
+    assert "<code>code</code> # heading" in page  # the finding's message
+    assert "<code>tests/<wbr>test_x.py::<wbr>test_&lt;script&gt;alert(1)&lt;/<wbr>script&gt;</code>" in page
+    assert "<code>tests/<wbr>test_y.py::<wbr>test_&lt;b&gt;x&lt;/<wbr>b&gt;</code>" in page
+
+
+def test_the_chart_marks_every_run_so_a_first_run_shows() -> None:
+    one = render_pages.chart([{"run": "r1", "passed": 4, "failed": 1, "blocked": 0}])
+    two = render_pages.chart([{"passed": 4, "failed": 0, "blocked": 0}, {"passed": 2, "failed": 2, "blocked": 0}])
+
+    assert one["dots"]["passed"] == [(0.0, 0.0)] and one["dots"]["failed"] == [(0.0, 120.0)]
+    assert two["dots"]["failed"] == [(0.0, 160.0), (640.0, 80.0)]
+    assert two["lines"]["failed"] == "0.0,160.0 640.0,80.0"
+    doc = hostile_doc()
+    doc["history"] = doc["history"][:1]
+    page = render_pages.html(doc)
+    assert page.count("<circle") == 3 and "last run<" in page
