@@ -35,6 +35,11 @@ def bench(session: nox.Session) -> None:
     """Run every benchmark in benchmarks/ (arms interleaved) and print the figures."""
     # A regular (not editable) install, as users have: the editable finder adds start-up time.
     session.install(".", "detect-test-pollution")
-    default = ["benchmarks/bench_check.py", "benchmarks/bench_test.py", "benchmarks/bench_bisect.py"]
+    default = [
+        "benchmarks/bench_check.py",
+        "benchmarks/bench_test.py",
+        "benchmarks/bench_bisect.py",
+        "benchmarks/bench_stations.py",
+    ]
     for script in sorted(session.posargs or default):
         session.run("python", script)

@@ -82,6 +82,66 @@ def test_hub_models_are_read_from_the_cache_and_a_missing_cache_is_empty(tmp_pat
     assert cached_hub_models(tmp_path / "nowhere") == ((), None)
 
 
+def awkward_hub_cache(root: Path) -> None:
+    """A cache with what real ones accumulate: blobs behind symlinks, half downloads, stray files."""
+    fake_hub_cache(root, "model", "mlx-community/Complete-4bit")
+    fake_hub_cache(root, "space", "org/demo")
+    fake_hub_cache(root, "kernel", "org/flash")
+    linked = root / "models--org--linked"
+    (linked / "blobs").mkdir(parents=True)
+    (linked / "blobs" / "aa11").write_text("weights")
+    (linked / "snapshots" / "rev1" / "sub").mkdir(parents=True)
+    (linked / "snapshots" / "rev1" / "sub" / "model.safetensors").symlink_to(linked / "blobs" / "aa11")
+    partial = root / "models--org--partial"  # a download cut short: a blob, no snapshot file yet
+    (partial / "blobs").mkdir(parents=True)
+    (partial / "blobs" / "bb22.incomplete").write_text("half")
+    (partial / "snapshots" / "rev1").mkdir(parents=True)
+    broken = root / "models--org--broken"  # a snapshot pointing at a deleted blob
+    (broken / "snapshots" / "rev1").mkdir(parents=True)
+    (broken / "snapshots" / "rev1" / "config.json").symlink_to(broken / "blobs" / "gone")
+    (broken / "snapshots" / "rev2").mkdir()
+    (broken / "snapshots" / "rev2" / "ok.json").write_text("{}")
+    (root / "models--org--no-snapshots" / "blobs").mkdir(parents=True)
+    stray = root / "models--org--stray-file"
+    (stray / "snapshots").mkdir(parents=True)
+    (stray / "snapshots" / "not-a-revision").write_text("")
+    (root / "models--org--stray-file" / "snapshots" / ".DS_Store").write_text("")
+    refs_file = root / "models--org--refs-file"
+    fake_hub_cache(root, "model", "org/refs-file-ok")
+    (refs_file / "snapshots" / "rev1").mkdir(parents=True)
+    (refs_file / "snapshots" / "rev1" / "a.json").write_text("{}")
+    (refs_file / "refs").write_text("not a folder")
+    (root / ".locks" / "models--org--linked").mkdir(parents=True)
+    (root / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55")
+    (root / "notes.txt").write_text("")
+    (root / "gguf--org--unknown-kind" / "snapshots" / "rev1").mkdir(parents=True)
+    (root / "gguf--org--unknown-kind" / "snapshots" / "rev1" / "a").write_text("")
+
+
+def test_hub_cache_reading_agrees_with_huggingface_hubs_own_scanner(tmp_path: Path) -> None:
+    hub = pytest.importorskip("huggingface_hub")
+    cache = tmp_path / "hub"
+    awkward_hub_cache(cache)
+
+    info = hub.scan_cache_dir(cache)
+    theirs = sorted(
+        f"hub:{'' if r.repo_type == 'model' else r.repo_type + 's/'}{r.repo_id}"
+        for r in info.repos
+        if r.nb_files and r.revisions
+    )
+    ours, note = cached_hub_models(cache)
+
+    assert note is None
+    assert list(ours) == theirs
+    assert ours == (
+        "hub:kernels/org/flash",
+        "hub:mlx-community/Complete-4bit",
+        "hub:org/linked",
+        "hub:org/refs-file-ok",
+        "hub:spaces/org/demo",
+    )
+
+
 def test_hub_cache_location_follows_huggingface_hub_precedence(tmp_path: Path) -> None:
     assert hub_cache_dir({"HF_HUB_CACHE": "/c", "HF_HOME": "/h"}) == Path("/c")
     assert hub_cache_dir({"HF_HOME": "/h", "XDG_CACHE_HOME": "/x"}) == Path("/h/hub")
