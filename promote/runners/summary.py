@@ -149,7 +149,16 @@ def recovered(out_dir: Path, workers_with_results: set[str]) -> tuple[list[TestR
     for path in sorted(out_dir.glob("progress-*.jsonl")):
         if path.stem.removeprefix("progress-") in workers_with_results:
             continue
+        main = ("MainThread", 0)
         for event in progress_mod.read_progress(path):
+            if event.event == "session":
+                main = (event.thread or "MainThread", event.thread_id or 0)
+            elif event.event == "finish" and event.records is None and event.duration_s is not None:
+                # A short line: a test that passed on the main thread with nothing more to record.
+                name, ident = main
+                index = int(event.index or 0)
+                record = TestRecord(str(event.nodeid), "passed", event.duration_s, event.worker, index, name, ident)
+                tests.append(record)
             tests += [TestRecord.from_json(r) for r in event.records or ()]
             findings += [Finding.from_json(f) for f in event.findings or ()]
     return tests, findings

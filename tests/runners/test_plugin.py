@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from promote.runners import summary
 from promote.runners.progress import read_progress, unfinished
 from promote.runners.records import progress_path, results_path
 from tests.runners.support import out_dir, record
@@ -247,3 +248,42 @@ def test_results_file_is_plain_json_with_the_documented_keys(pytester: pytest.Py
     assert set(data) >= {"worker", "pid", "leaks", "exitstatus", "probe_us_per_test", "tests", "streams", "findings"}
     assert data["tests"][0]["nodeid"] == "test_one.py::test_one"
     assert data["exitstatus"] == 0
+
+
+def test_the_progress_log_alone_rebuilds_every_record_the_results_file_holds(pytester: pytest.Pytester) -> None:
+    # What promote reads for a worker that died before writing its results file.
+    pytester.makepyfile(test_outcomes=OUTCOMES)
+    pytester.makepyfile(
+        test_more="""
+        import threading
+        import unittest
+        import pytest
+
+        @pytest.mark.requires("checkpoint:x")
+        def test_declares_a_requirement():
+            pass
+
+        def test_passes_too():
+            pass
+
+        class Sub(unittest.TestCase):
+            def test_loop(self):
+                for i in range(2):
+                    with self.subTest(i=i):
+                        self.assertLess(i, 1)
+        """
+    )
+
+    rec = record(pytester, subprocess=True)
+
+    [results] = rec.results
+    rebuilt, findings = summary.recovered(out_dir(pytester), workers_with_results=set())
+    assert sorted(rebuilt, key=lambda t: (t.index, t.nodeid)) == sorted(
+        results.tests, key=lambda t: (t.index, t.nodeid)
+    )
+    assert len(rebuilt) == len(results.tests) >= 12
+    assert findings == list(results.findings)
+    # The passing tests took the short line; the rest carry their records.
+    lines = progress_path(out_dir(pytester), "main").read_text().splitlines()
+    short = [json.loads(line)["nodeid"] for line in lines if '"duration_s"' in line and '"records"' not in line]
+    assert short == ["test_more.py::test_passes_too", "test_outcomes.py::test_passes"]
