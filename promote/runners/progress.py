@@ -123,21 +123,60 @@ def read_progress(path: Path) -> list[ProgressEvent]:
     return events
 
 
-def unfinished(events: list[ProgressEvent]) -> list[str]:
-    """Tests that started and never finished: each one was running when its process died."""
-    lost: list[str] = []
-    running: str | None = None
-    for e in events:
-        if e.event == "start":
-            running = e.nodeid
-        elif e.event == "finish":
-            running = None
-        elif e.event == "session" and running is not None:
-            # A new process appending to the same log (a replaced worker): the old one died.
-            lost.append(running)
-            running = None
-        elif e.event == "end":
-            running = None
-    if running is not None:
-        lost.append(running)
-    return lost
+class LogTail:
+    """What one progress log has said so far; only the lines added since the last look are read.
+
+    The runner follows each worker's log with one while the tests run; read once to the end, it
+    says which tests a dead process left unfinished.
+    """
+
+    def __init__(self) -> None:
+        self.offset = 0
+        self.partial = b""
+        self.finished = 0
+        self.collected = 0
+        self.pid: int | None = None
+        self.running: tuple[str, float] | None = None  # (test id, start time) while a test runs
+        self.lost: list[str] = []  # tests that were running when their process died
+        self.serial_left: list[int | None] = []  # what each `collected` line said was left for the serial part
+
+    def read(self, path: Path) -> None:
+        with path.open("rb") as f:
+            f.seek(self.offset)
+            chunk = f.read()
+        self.offset += len(chunk)
+        *lines, self.partial = (self.partial + chunk).split(b"\n")
+        for line in lines:
+            # Finish lines carry the test's records and are by far the longest: count them unparsed.
+            if b'"event":"finish"' in line:
+                self.finished += 1
+                self.running = None
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            kind = event.get("event")
+            if kind == "session":
+                # A new process appending to the same log (a replaced worker): the old one died mid-test.
+                if self.running is not None:
+                    self.lost.append(self.running[0])
+                self.pid, self.running = event.get("pid"), None
+            elif kind == "collected":
+                self.collected = max(self.collected, int(event.get("count") or 0))
+                self.serial_left.append(event.get("serial_left"))
+            elif kind == "start":
+                self.running = (str(event.get("nodeid")), float(event.get("t") or time.time()))
+            elif kind == "end":
+                self.running = None
+
+    def unfinished(self) -> list[str]:
+        """Tests that started and never finished: each one was running when its process died."""
+        return [*self.lost, *([self.running[0]] if self.running is not None else [])]
+
+
+def unfinished(path: Path) -> list[str]:
+    """The tests a progress log shows started and never finished (see `LogTail.unfinished`)."""
+    tail = LogTail()
+    tail.read(path)
+    return tail.unfinished()

@@ -93,7 +93,7 @@ class Rerunner:
         if victim in outcomes:
             return outcomes[victim] in FAILED
         for path in out_dir.glob("progress-*.jsonl"):
-            if victim in progress.unfinished(progress.read_progress(path)):
+            if victim in progress.unfinished(path):
                 return True  # the process died while running it: a failure too
         raise RerunError(
             f"{victim} did not run in a rerun of {self.pkg.name} (pytest exit {done.returncode}; log: {out_dir})"

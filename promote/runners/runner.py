@@ -9,7 +9,6 @@ worker is replaced so the rest of the package still runs.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import promote
 from promote.config import PackageConfig
+from promote.runners import progress
 
 # Loaded by module path, so the plugin works in a package's own virtualenv without promote installed.
 PLUGIN = "promote.runners.plugin"
@@ -87,57 +87,13 @@ def environment(pkg: PackageConfig, python: str) -> dict[str, str]:
     return env
 
 
-class _Tail:
-    """What one progress log has said so far; only the lines added since the last look are read."""
-
-    def __init__(self) -> None:
-        self.offset = 0
-        self.partial = b""
-        self.finished = 0
-        self.collected = 0
-        self.pid: int | None = None
-        self.running: tuple[str, float] | None = None  # (test id, start time) while a test runs
-        self.lost: list[str] = []  # tests that were running when their process died
-        self.serial_left: list[int | None] = []  # what each `collected` line said was left for the serial part
-
-    def read(self, path: Path) -> None:
-        with path.open("rb") as f:
-            f.seek(self.offset)
-            chunk = f.read()
-        self.offset += len(chunk)
-        *lines, self.partial = (self.partial + chunk).split(b"\n")
-        for line in lines:
-            # Finish lines carry the test's records and are by far the longest: count them unparsed.
-            if b'"event":"finish"' in line:
-                self.finished += 1
-                self.running = None
-                continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            kind = event.get("event")
-            if kind == "session":
-                # A new process appending to the same log (a replaced worker): the old one died mid-test.
-                if self.running is not None:
-                    self.lost.append(self.running[0])
-                self.pid, self.running = event.get("pid"), None
-            elif kind == "collected":
-                self.collected = max(self.collected, int(event.get("count") or 0))
-                self.serial_left.append(event.get("serial_left"))
-            elif kind == "start":
-                self.running = (str(event.get("nodeid")), float(event.get("t") or time.time()))
-            elif kind == "end":
-                self.running = None
-
-
 class Watch:
     """Follows one process's progress logs: counts finished tests, kills a worker stuck past the timeout."""
 
     def __init__(self, out_dir: Path, timeout_s: float | None) -> None:
         self.out_dir = out_dir
         self.timeout_s = timeout_s
-        self.tails: dict[Path, _Tail] = {}
+        self.tails: dict[Path, progress.LogTail] = {}
         self.timed_out: list[str] = []
 
     @property
@@ -154,7 +110,7 @@ class Watch:
         return tuple(
             (nodeid, path.stem.removeprefix("progress-"))
             for path, tail in sorted(self.tails.items())
-            for nodeid in [*tail.lost, *([tail.running[0]] if tail.running else [])]
+            for nodeid in tail.unfinished()
         )
 
     def serial_left(self) -> bool:
@@ -164,14 +120,14 @@ class Watch:
 
     def poll(self) -> None:
         for path in self.out_dir.glob("progress-*.jsonl"):
-            tail = self.tails.setdefault(path, _Tail())
+            tail = self.tails.setdefault(path, progress.LogTail())
             try:
                 tail.read(path)
             except OSError:
                 continue
             self._enforce_timeout(tail)
 
-    def _enforce_timeout(self, tail: _Tail) -> None:
+    def _enforce_timeout(self, tail: progress.LogTail) -> None:
         if self.timeout_s is None or tail.running is None or tail.pid is None:
             return
         nodeid, started = tail.running

@@ -138,7 +138,7 @@ def crashed_tests(out_dir: Path) -> list[tuple[str, str]]:
     lost = []
     for path in sorted(out_dir.glob("progress-*.jsonl")):
         worker = path.stem.removeprefix("progress-")
-        lost += [(nodeid, worker) for nodeid in progress_mod.unfinished(progress_mod.read_progress(path))]
+        lost += [(nodeid, worker) for nodeid in progress_mod.unfinished(path)]
     return lost
 
 
