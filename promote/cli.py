@@ -187,8 +187,8 @@ def _load_test_report() -> None:
 @click.pass_obj
 def test_command(obj: Context, package: str | None, as_json: bool) -> None:
     """Run the test packages with isolation; record what ran and what leaked."""
+    from promote.config import load_config
     from promote.testrun import run_tests
-    from promote.workspace import load_config
 
     progress = LiveProgress(live=sys.stderr.isatty())
     config = load_config(obj.directory, obj.config)
@@ -274,7 +274,7 @@ def command_line() -> str:
 
 
 def load_config_of(obj: Context) -> Config:
-    from promote.workspace import load_config
+    from promote.config import load_config
 
     return load_config(obj.directory, obj.config)
 

@@ -41,6 +41,7 @@ __all__ = [
     "StationConfig",
     "find_config",
     "load",
+    "load_config",
 ]
 
 
@@ -76,6 +77,11 @@ def load(path: Path) -> Config:
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: no [{prefix}] table")
     return Parser(path, prefix).config(table)
+
+
+def load_config(start: Path, config_path: Path | None = None) -> Config:
+    """The configuration for `start`, or the one in `config_path`."""
+    return load(config_path if config_path is not None else find_config(start.resolve()))
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

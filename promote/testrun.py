@@ -9,23 +9,22 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from promote import journal, stations
+from promote import journal
 from promote.config import Config, PackageConfig, StationConfig
 from promote.errors import ConfigError, UsageError
 from promote.journal import new_run_id
 from promote.runners import runner
 from promote.runners.runner import ProgressCallback
-from promote.stations import Inventory, local_platform
 
 if TYPE_CHECKING:
     from promote.findings import Finding
     from promote.runners.summary import PackageResult
+    from promote.stations import Inventory, Station
 
 # Imported only once the tests have started: pytest's start-up leaves a core idle, and loading these
 # before it would delay every run by their import time (issue 3's overhead budget).
@@ -39,8 +38,9 @@ _AFTER_START = (
 # Held by whichever thread imports them: two threads importing into the same import cycle at once
 # can be handed a partly initialised module (an ImportError that comes and goes).
 _IMPORTING = threading.Lock()
+STATION_FILE = "station.json"
 
-__all__ = ["RunResult", "local_platform", "new_run_id", "run_tests", "select"]
+__all__ = ["RunResult", "new_run_id", "run_tests", "select"]
 
 
 @dataclass(frozen=True)
@@ -106,27 +106,31 @@ def run_one(
     pkg: PackageConfig,
     run_dir: Path,
     on_progress: ProgressCallback | None,
-    station: stations.Station | None = None,
+    station: Station,
     *,
     remote_station: StationConfig | None = None,
+    started: runner.PackageRun | None = None,
 ) -> PackageResult:
+    """Run one package (or follow it to its end, when `started`) and summarize what it did."""
     if remote_station is not None:
         with _IMPORTING:
             from promote.runners import remote
 
         # Same pytest command and plugin, run there over ssh; results come back into run_dir as a local run's.
         return remote.run_remote(pkg, remote_station, run_dir, on_progress)
-    out_dir = run_dir / pkg.name
-    python = pkg.python or sys.executable
-    # The plugin skips tests whose declared requirements this station lacks.
-    station_file = run_dir / "station.json" if station is not None else None
-    parts = runner.run_package(
-        pkg, out_dir, python=python, leaks=pkg.leaks, on_progress=on_progress, station=station_file
-    )
-    name = f"{station.name} ({station.platform})" if station is not None else f"local ({local_platform()})"
+    run = started or start(pkg, run_dir)
+    parts = run.finish(on_progress)
     with _IMPORTING:
         from promote.runners.summary import summarize
-    return summarize(pkg.name, pkg.path, out_dir, station=name, parts=parts, timeout_s=pkg.timeout_s)
+    name = f"{station.name} ({station.platform})"
+    return summarize(pkg.name, pkg.path, run.out_dir, station=name, parts=parts, timeout_s=pkg.timeout_s)
+
+
+def start(pkg: PackageConfig, run_dir: Path) -> runner.PackageRun:
+    # The plugin skips tests whose declared requirements this station lacks.
+    return runner.PackageRun(
+        pkg, run_dir / pkg.name, python=pkg.python or sys.executable, leaks=pkg.leaks, station=run_dir / STATION_FILE
+    )
 
 
 def run_tests(
@@ -148,19 +152,49 @@ def run_tests(
     run_dir.mkdir(parents=True)
     started = datetime.now(timezone.utc).isoformat(timespec="microseconds")
     t0 = time.monotonic()
-    fleet = stations.inventory(config)
-    (run_dir / "station.json").write_text(json.dumps(fleet.local.to_json(), indent=1), encoding="utf-8")
-    with ThreadPoolExecutor(max_workers=max(1, min(len(chosen), os.cpu_count() or 1))) as pool:
-        started_runs = [
-            pool.submit(run_one, p, run_dir, on_progress, fleet.local, remote_station=station_of(config, p))
-            for p in chosen
-        ]
+    slots = max(1, min(len(chosen), os.cpu_count() or 1))
+    launched: dict[int, runner.PackageRun] = {}
+    try:
+        # The first local packages start before anything else: detecting this station, and the imports
+        # below, then happen while pytest starts up (issue 3's overhead budget).
+        for i, pkg in enumerate(chosen):
+            if len(launched) < slots and station_of(config, pkg) is None:
+                launched[i] = start(pkg, run_dir)
+        with _IMPORTING:
+            from concurrent.futures import ThreadPoolExecutor
+
+            from promote import stations
+        fleet = stations.inventory(config)
+        # Written whole or not at all: the plugin reads it as soon as it appears.
+        partial = run_dir / f".{STATION_FILE}.tmp"
+        partial.write_text(json.dumps(fleet.local.to_json(), indent=1), encoding="utf-8")
+        os.replace(partial, run_dir / STATION_FILE)
+    except BaseException:
+        # Nothing will follow these processes any more: do not leave them running unseen.
+        for run in launched.values():
+            run.stop()
+        raise
+    with ThreadPoolExecutor(max_workers=slots) as pool:
+        # The started packages take the first slots; the others wait for one.
+        order = [*launched, *(i for i in range(len(chosen)) if i not in launched)]
+        futures = {
+            i: pool.submit(
+                run_one,
+                chosen[i],
+                run_dir,
+                on_progress,
+                fleet.local,
+                remote_station=station_of(config, chosen[i]),
+                started=launched.get(i),
+            )
+            for i in order
+        }
         with _IMPORTING:
             for module in _AFTER_START:
                 importlib.import_module(module)
             if meanwhile is not None:
                 meanwhile()
-        results = tuple(f.result() for f in started_runs)
+        results = tuple(futures[i].result() for i in range(len(chosen)))
     from promote.checks import requirements
     from promote.order import Budget, investigate
     from promote.runners import remote

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from promote import config as configuration
-from promote.config import Config
+from promote.config import Config, load_config
 from promote.errors import ConfigError, GitError, UsageError
 from promote.git import Repo
 
@@ -22,12 +21,6 @@ class Workspace:
     def mirror_urls(self) -> dict[str, str]:
         """The configured mirrors, in configuration order, with their (redacted) URLs."""
         return {m: self.urls[m] for m in self.config.mirrors}
-
-
-def load_config(start: Path, config_path: Path | None = None) -> Config:
-    """The configuration for `start`, or the one in `config_path`."""
-    path = config_path if config_path is not None else configuration.find_config(start.resolve())
-    return configuration.load(path)
 
 
 def open_workspace(start: Path, config_path: Path | None = None) -> Workspace:

@@ -8,6 +8,7 @@ promote writes each package's JUnit XML from these records after the run (promot
 
 from __future__ import annotations
 
+import time
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -19,7 +20,11 @@ RECORDER = "promote-recorder"
 # How many serial tests the parallel part left for the serial part (set during collection).
 SERIAL_LEFT = pytest.StashKey[int]()
 STATION = pytest.StashKey[Station]()
+STATION_FILE = pytest.StashKey[Path]()
 REQUIREMENTS = pytest.StashKey[tuple[str, ...]]()
+# promote starts pytest first and detects the station while pytest starts up; the file is written
+# (atomically) well before the first test runs, but a loaded machine may need a moment more.
+STATION_WAIT_S = 60.0
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,7 +65,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         default=None,
         help="the station these tests run on (JSON, as `promote stations --json` shows one); a test whose "
-        "`requires` marker names something it lacks is skipped, naming what",
+        "`requires` marker names something it lacks is skipped, naming what. Read when a test first declares "
+        "a requirement (waiting for FILE to appear: promote writes it while pytest starts)",
     )
     group.addoption(
         "--promote-until",
@@ -95,7 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "serial: run this test in a single worker, apart from the parallel ones")
     station = config.getoption("promote_station", default=None)
     if station:
-        config.stash[STATION] = read_station(Path(station))
+        config.stash[STATION_FILE] = Path(station)
     out = config.getoption("promote_out", default=None)
     worker = worker_id(config)
     if out is None or worker is None:
@@ -134,11 +140,26 @@ def failing_fixture(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseExcepti
     return f"{where}::{name}"
 
 
+def station_of(config: pytest.Config) -> Station | None:
+    """The station named by `--promote-station`, read when a test first declares a requirement."""
+    station = config.stash.get(STATION, None)
+    path = config.stash.get(STATION_FILE, None)
+    if station is not None or path is None:
+        return station
+    deadline = time.monotonic() + STATION_WAIT_S
+    while not path.is_file():
+        if time.monotonic() > deadline:
+            pytest.exit(f"--promote-station {path}: no such file (waited {STATION_WAIT_S:g} s)", returncode=4)
+        time.sleep(0.01)
+    station = config.stash[STATION] = read_station(path)
+    return station
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     # Before any fixture is set up: a test that cannot run here should not load half its model first.
     requirements = item.stash[REQUIREMENTS] = requirements_of(item)
-    station = item.config.stash.get(STATION, None)
+    station = station_of(item.config) if requirements else None
     lacking = station.lacking(requirements) if station is not None else ()
     if station is not None and lacking:
         pytest.skip(f"requires {', '.join(lacking)}: not on station {station.name}")

@@ -17,10 +17,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import promote
 from promote.config import PackageConfig
-from promote.runners import progress
+
+if TYPE_CHECKING:
+    from promote.runners import progress
 
 # Loaded by module path, so the plugin works in a package's own virtualenv without promote installed.
 PLUGIN = "promote.runners.plugin"
@@ -119,8 +122,11 @@ class Watch:
         return not counts or any(c is None or c > 0 for c in counts)
 
     def poll(self) -> None:
+        # Imported here, not with this module: pytest is started before a log needs reading.
+        from promote.runners.progress import LogTail
+
         for path in self.out_dir.glob("progress-*.jsonl"):
-            tail = self.tails.setdefault(path, progress.LogTail())
+            tail = self.tails.setdefault(path, LogTail())
             try:
                 tail.read(path)
             except OSError:
@@ -138,59 +144,96 @@ class Watch:
                 os.kill(tail.pid, signal.SIGKILL)
 
 
-def run_package(
-    pkg: PackageConfig,
-    out_dir: Path,
-    *,
-    python: str,
-    leaks: str,
-    extra: tuple[str, ...] = (),
-    on_progress: ProgressCallback | None = None,
-    station: Path | None = None,
-) -> list[ProcessOutcome]:
-    """Run `pkg`'s tests to completion, reporting progress; never raises on test failures.
+class PackageRun:
+    """One package's pytest processes: the first is started on construction, `finish` follows them to the end.
 
-    With `workers > 1` the parallel part runs first; the serial part follows only when the
-    parallel part's collection says it left serial tests (one more pytest process is not free).
+    Starting is split from following so that a caller can start every package before doing anything
+    else (station detection, imports), which then happens while pytest starts up.
     """
-    env = environment(pkg, python)
-    started = time.monotonic()
-    done: list[ProcessOutcome] = []
-    watches: list[Watch] = []
-    phases = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
-    for part, workers in phases:
-        # The watcher has read the parallel part's logs to their end: no need to read them again.
-        if part == "serial" and not watches[-1].serial_left():
-            break
-        part_dir = out_dir / part
+
+    def __init__(
+        self,
+        pkg: PackageConfig,
+        out_dir: Path,
+        *,
+        python: str,
+        leaks: str,
+        extra: tuple[str, ...] = (),
+        station: Path | None = None,
+    ) -> None:
+        self.pkg, self.out_dir, self.python, self.leaks, self.extra, self.station = (
+            pkg, out_dir, python, leaks, extra, station
+        )  # fmt: skip
+        self.env = environment(pkg, python)
+        self.started = time.monotonic()
+        self.phases = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
+        self.first = self._launch(*self.phases[0])
+
+    def _launch(self, part: str, workers: int) -> tuple[subprocess.Popen[bytes], list[str], Path]:
+        part_dir = self.out_dir / part
         part_dir.mkdir(parents=True, exist_ok=True)
         cmd = command(
-            pkg, part_dir, python=python, leaks=leaks, part=part, workers=workers, extra=extra, station=station
+            self.pkg,
+            part_dir,
+            python=self.python,
+            leaks=self.leaks,
+            part=part,
+            workers=workers,
+            extra=self.extra,
+            station=self.station,
         )
-        watch = Watch(part_dir, pkg.timeout_s)
-        watches.append(watch)
-        log = part_dir / "pytest.log"
-        with log.open("wb") as sink:
+        with (part_dir / "pytest.log").open("wb") as sink:
             proc = subprocess.Popen(
-                cmd, cwd=pkg.path, env=env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                cmd, cwd=self.pkg.path, env=self.env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
-        last = -1
-        while proc.poll() is None:
-            # Waiting on the process (not sleeping) notices its end at once, not up to POLL_S later.
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=POLL_S)
+        return proc, cmd, part_dir
+
+    def stop(self) -> None:
+        """End the first process, when the caller cannot follow it after all."""
+        proc = self.first[0]
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    def finish(self, on_progress: ProgressCallback | None = None) -> list[ProcessOutcome]:
+        """Follow the processes to their end, reporting progress; never raises on test failures.
+
+        With `workers > 1` the parallel part runs first; the serial part follows only when the
+        parallel part's collection says it left serial tests (one more pytest process is not free).
+        """
+        pkg = self.pkg
+        done: list[ProcessOutcome] = []
+        watches: list[Watch] = []
+        for i, (part, workers) in enumerate(self.phases):
+            # The watcher has read the parallel part's logs to their end: no need to read them again.
+            if i > 0 and not watches[-1].serial_left():
+                break
+            proc, cmd, part_dir = self.first if i == 0 else self._launch(part, workers)
+            watch = Watch(part_dir, pkg.timeout_s)
+            watches.append(watch)
+            last = -1
+            while proc.poll() is None:
+                # Waiting on the process (not sleeping) notices its end at once, not up to POLL_S later.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=POLL_S)
+                watch.poll()
+                finished = sum(w.finished for w in watches)
+                if on_progress is not None and finished != last:
+                    on_progress(pkg.name, finished, sum(w.total for w in watches), False)
+                    last = finished
             watch.poll()
-            finished = sum(w.finished for w in watches)
-            if on_progress is not None and finished != last:
-                on_progress(pkg.name, finished, sum(w.total for w in watches), False)
-                last = finished
-        watch.poll()
-        elapsed = time.monotonic() - started
-        done.append(
-            ProcessOutcome(
-                part, part_dir, tuple(cmd), int(proc.returncode), elapsed, log, tuple(watch.timed_out), watch.crashed()
+            elapsed = time.monotonic() - self.started
+            outcome = ProcessOutcome(
+                part,
+                part_dir,
+                tuple(cmd),
+                int(proc.returncode),
+                elapsed,
+                part_dir / "pytest.log",
+                tuple(watch.timed_out),
+                watch.crashed(),
             )
-        )
-    if on_progress is not None:
-        on_progress(pkg.name, sum(w.finished for w in watches), sum(w.total for w in watches), True)
-    return done
+            done.append(outcome)
+        if on_progress is not None:
+            on_progress(pkg.name, sum(w.finished for w in watches), sum(w.total for w in watches), True)
+        return done

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
 from promote.runners import summary
 from promote.runners.progress import read_progress, unfinished
 from promote.runners.records import progress_path, results_path
+from promote.stations import Station
 from tests.runners.support import out_dir, record
 
 pytest_plugins = ["pytester"]
@@ -287,3 +290,55 @@ def test_the_progress_log_alone_rebuilds_every_record_the_results_file_holds(pyt
     lines = progress_path(out_dir(pytester), "main").read_text().splitlines()
     short = [json.loads(line)["nodeid"] for line in lines if '"duration_s"' in line and '"records"' not in line]
     assert short == ["test_more.py::test_passes_too", "test_outcomes.py::test_passes"]
+
+
+STATION_TESTS = """
+    import pytest
+
+    @pytest.mark.requires("checkpoint:x")
+    def test_needs_x():
+        pass
+
+    def test_needs_nothing():
+        pass
+"""
+
+
+def test_a_station_file_written_after_pytest_started_is_waited_for(pytester: pytest.Pytester) -> None:
+    # promote starts pytest first and detects the station meanwhile: the file appears only later.
+    pytester.makepyfile(test_station=STATION_TESTS)
+    station = pytester.path / "station.json"
+    text = json.dumps(Station("late", "linux-x86_64", ("cpu",), 16.0, local=True).to_json())
+    log = progress_path(out_dir(pytester), "main")
+    wrote_after_start = threading.Event()
+
+    def write_once_the_test_has_started() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if log.is_file() and "test_needs_x" in log.read_text():
+                time.sleep(0.5)  # the plugin is now waiting for the file
+                station.write_text(text)
+                wrote_after_start.set()
+                return
+            time.sleep(0.01)
+
+    writer = threading.Thread(target=write_once_the_test_has_started)
+    writer.start()
+    rec = record(pytester, "--promote-station", str(station), subprocess=True)
+    writer.join()
+
+    assert wrote_after_start.is_set()
+    tests = rec.tests()
+    assert tests["test_station.py::test_needs_x"].skip_reason == "Skipped: requires checkpoint:x: not on station late"
+    assert tests["test_station.py::test_needs_nothing"].outcome == "passed"
+
+
+def test_a_station_file_that_never_appears_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("import promote.runners.plugin\npromote.runners.plugin.STATION_WAIT_S = 0.3\n")
+    pytester.makepyfile(test_station=STATION_TESTS)
+    missing = pytester.path / "nowhere" / "station.json"
+
+    rec = record(pytester, "--promote-station", str(missing), subprocess=True)
+
+    assert rec.run.ret == 4
+    rec.run.stdout.fnmatch_lines([f"*--promote-station {missing}: no such file (waited 0.3 s)*"])
