@@ -26,8 +26,14 @@ def outcomes_of(run: RunResult | None) -> tuple[TestOutcome, ...]:
     return tuple(found)
 
 
-def record_test_run(config: Config, run: RunResult, command: str) -> None:
+def head_commit(config: Config) -> str | None:
+    """The commit checked out in the repository under test (None before its first commit)."""
     head = run_git(config.root, "rev-parse", "--verify", "--quiet", "HEAD")
+    return head.stdout.strip() if head.ok else None
+
+
+def record_test_run(config: Config, run: RunResult, command: str, commit: str | None) -> None:
+    """Store `run`, made on `commit` (as `head_commit` read it when the tests started)."""
     history = History(journal.state_dir(config.root))
     try:
         history.record(
@@ -36,7 +42,7 @@ def record_test_run(config: Config, run: RunResult, command: str) -> None:
                 kind="test",
                 started=run.started,
                 finished=run.finished or datetime.now(timezone.utc).isoformat(),
-                commit=head.stdout.strip() if head.ok else None,
+                commit=commit,
                 command=command,
                 stations={p.name: p.station for p in run.packages},
                 tests=outcomes_of(run),

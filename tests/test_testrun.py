@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from promote.history import History
 from tests.helpers.cli import run
+from tests.helpers.gitrepos import commit, git
 from tests.helpers.packages import write_config, write_package
 
 pytestmark = pytest.mark.slow
@@ -136,3 +138,35 @@ def test_green_package_exits_zero_with_a_table(tmp_path: Path) -> None:
     row = lines[lines.index(header) + 1].split()
     assert row[:7] == ["a", "2", "0", "0", "0", "0", "0"]
     assert lines[-1] == "all green"
+
+
+def test_the_run_is_stored_with_the_commit_the_tests_started_on(tmp_path: Path) -> None:
+    write_package(tmp_path, "a", {"test_a.py": "def test_one(): pass\n"})
+    write_config(tmp_path, [{"name": "a", "path": "a"}])
+    git(tmp_path, "init", "-q", "-b", "main")
+    head = commit(tmp_path, "the code under test")
+
+    code, report = run_test(tmp_path)
+
+    assert code == 0
+    history = History(tmp_path / ".promote")
+    try:
+        stored = history.get(report["run"])
+    finally:
+        history.close()
+    assert (stored.kind, stored.commit) == ("test", head)
+    assert [(t.nodeid, t.outcome) for t in stored.tests] == [("test_a.py::test_one", "passed")]
+
+
+def test_outside_a_repository_the_run_is_stored_without_a_commit(tmp_path: Path) -> None:
+    write_package(tmp_path, "a", {"test_a.py": "def test_one(): pass\n"})
+    write_config(tmp_path, [{"name": "a", "path": "a"}])
+
+    code, report = run_test(tmp_path)
+
+    assert code == 0
+    history = History(tmp_path / ".promote")
+    try:
+        assert history.get(report["run"]).commit is None
+    finally:
+        history.close()
