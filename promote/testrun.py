@@ -84,6 +84,14 @@ def select(config: Config, name: str | None) -> tuple[PackageConfig, ...]:
     for p in chosen:
         if not p.path.is_dir():
             raise ConfigError(f"{config.path}: package {p.name!r}: path {p.path} is not a directory")
+        # Its own interpreter runs it here (a remote station runs it with the station's).
+        if p.python and station_of(config, p) is None:
+            import shutil
+
+            # As pytest will be started: a relative path from the package's directory, a bare name from PATH.
+            relative = "/" in p.python and not os.path.isabs(p.python)
+            if shutil.which(str(p.path / p.python) if relative else p.python) is None:
+                raise ConfigError(f"{config.path}: package {p.name!r}: python {p.python} is not an executable here")
     return chosen
 
 

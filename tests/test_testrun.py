@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -170,3 +171,29 @@ def test_outside_a_repository_the_run_is_stored_without_a_commit(tmp_path: Path)
         assert history.get(report["run"]).commit is None
     finally:
         history.close()
+
+
+def test_a_package_python_that_is_not_there_is_a_config_error_and_nothing_starts(tmp_path: Path) -> None:
+    write_package(tmp_path, "a", {"test_a.py": "def test_one(): pass\n"})
+    write_config(tmp_path, [{"name": "a", "path": "a", "python": "venv/bin/python"}])
+
+    result = run(tmp_path, "test")
+
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"promote: error: {tmp_path / 'promote.toml'}: package 'a': python venv/bin/python is not an executable here"
+    ]
+    assert not (tmp_path / ".promote" / "runs").exists()
+
+
+def test_a_package_python_relative_to_its_directory_runs_it(tmp_path: Path) -> None:
+    # Resolved as pytest is started (from the package's directory), not from where promote runs.
+    package = write_package(tmp_path, "a", {"test_a.py": "def test_one(): pass\n"})
+    (package / "venv" / "bin").mkdir(parents=True)
+    (package / "venv" / "bin" / "python").symlink_to(sys.executable)
+    write_config(tmp_path, [{"name": "a", "path": "a", "python": "venv/bin/python"}])
+
+    code, report = run_test(tmp_path)
+
+    assert code == 0, report
+    assert package_of(report, "a")["passed"] == 1
