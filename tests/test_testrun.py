@@ -141,15 +141,26 @@ def test_green_package_exits_zero_with_a_table(tmp_path: Path) -> None:
     assert lines[-1] == "all green"
 
 
+COMMITS_DURING_THE_RUN = """
+    import subprocess
+
+    def test_one():
+        # Someone commits while the tests run: the run is still of the commit they started on.
+        who = ["-c", "user.name=x", "-c", "user.email=x@example.com"]
+        subprocess.run(["git", *who, "commit", "-q", "--allow-empty", "-m", "later"], check=True)
+"""
+
+
 def test_the_run_is_stored_with_the_commit_the_tests_started_on(tmp_path: Path) -> None:
-    write_package(tmp_path, "a", {"test_a.py": "def test_one(): pass\n"})
+    write_package(tmp_path, "a", {"test_a.py": COMMITS_DURING_THE_RUN})
     write_config(tmp_path, [{"name": "a", "path": "a"}])
     git(tmp_path, "init", "-q", "-b", "main")
     head = commit(tmp_path, "the code under test")
 
     code, report = run_test(tmp_path)
 
-    assert code == 0
+    assert code == 0, report
+    assert git(tmp_path, "rev-parse", "HEAD^") == head  # the test did commit
     history = History(tmp_path / ".promote")
     try:
         stored = history.get(report["run"])
