@@ -236,6 +236,12 @@ class Parser:
             if sync not in SYNC_METHODS:
                 raise self.fail(f"{where}.sync", '"git" or "rsync"', sync)
             identity = self.get(tbl, "identity", where, _is_str, "a path to a private key", None)
+            if identity is not None:
+                try:
+                    # A relative key path is relative to the config file, like every other local path.
+                    identity = str(self.path.parent / Path(identity).expanduser())
+                except RuntimeError:  # `~name` of a user this system does not know
+                    raise self.fail(f"{where}.identity", "a path to a private key (no such user)", identity) from None
             out.append(
                 StationConfig(
                     name=name,
@@ -245,8 +251,7 @@ class Parser:
                     resources=tuple(self.get(tbl, "resources", where, _is_str_list, "a list of resource names", [])),
                     ssh=self.get(tbl, "ssh", where, _is_destination, "user@host (no spaces, no leading -)", None),
                     port=self.get(tbl, "port", where, _is_port, "a TCP port (1-65535)", None),
-                    # A relative key path is relative to the config file, like every other local path.
-                    identity=None if identity is None else str(self.path.parent / Path(identity).expanduser()),
+                    identity=identity,
                     python=self.get(tbl, "python", where, _is_str, "a path to python on the station", None),
                     workdir=self.get(tbl, "workdir", where, _is_str, "a directory on the station", None),
                     ssh_options=tuple(self.get(tbl, "ssh_options", where, _is_str_list, "a list of ssh arguments", [])),

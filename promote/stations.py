@@ -137,13 +137,24 @@ def detect_memory_gb() -> float | None:
 
 
 def hub_cache_dir(env: Mapping[str, str]) -> Path:
-    """Where huggingface_hub keeps its cache under `env` (the same precedence it uses)."""
-    if env.get("HF_HUB_CACHE"):
-        return Path(env["HF_HUB_CACHE"]).expanduser()
-    if env.get("HF_HOME"):
-        return Path(env["HF_HOME"]).expanduser() / "hub"
-    xdg = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
-    return Path(xdg).expanduser() / "huggingface" / "hub"
+    """Where huggingface_hub keeps its cache under `env` (the same precedence it uses).
+
+    Raises ValueError naming the variable when it cannot be expanded (`~name` of an unknown user).
+    """
+    for name, below in (("HF_HUB_CACHE", ()), ("HF_HOME", ("hub",))):
+        if env.get(name):
+            return _expanded(name, env[name]).joinpath(*below)
+    if env.get("XDG_CACHE_HOME"):
+        return _expanded("XDG_CACHE_HOME", env["XDG_CACHE_HOME"]) / "huggingface" / "hub"
+    home = _expanded("HOME", env["HOME"]) if env.get("HOME") else Path.home()
+    return home / ".cache" / "huggingface" / "hub"
+
+
+def _expanded(name: str, value: str) -> Path:
+    try:
+        return Path(value).expanduser()
+    except RuntimeError as e:
+        raise ValueError(f"{name}={value!r}: {str(e).rstrip('.')}") from None
 
 
 # Cache folder prefix -> how a hub URL names that kind of repo (models have no prefix).
@@ -208,7 +219,10 @@ def present_checkpoints(model_dirs: Sequence[Path]) -> tuple[str, ...]:
 def detect_local(model_dirs: Sequence[Path] = (), env: Mapping[str, str] | None = None) -> tuple[Station, list[str]]:
     """The station promote runs on, as observed (not as configured), and notes on what it could not observe."""
     devices, note = detect_devices()
-    hub, hub_note = cached_hub_models(hub_cache_dir(os.environ if env is None else env))
+    try:
+        hub, hub_note = cached_hub_models(hub_cache_dir(os.environ if env is None else env))
+    except ValueError as e:
+        hub, hub_note = (), f"cannot find the Hugging Face cache: {e}; cached hub models not detected"
     resources = tuple(sorted({*hub, *present_checkpoints(model_dirs)}))
     station = Station(LOCAL, local_platform(), devices, detect_memory_gb(), resources, local=True, detected=True)
     return station, [n for n in (note, hub_note) if n]

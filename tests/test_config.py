@@ -103,6 +103,11 @@ feature_pattern = "SANCTUM_[A-Z0-9_]+"
             "promote.stations.t.port: expected a TCP port (1-65535), got 70000",
         ),
         (
+            '[promote]\ntrunk = "main"\n[promote.stations.t]\nssh = "u@h"\nidentity = "~promote-no-such-user/.ssh/k"\n',
+            "promote.stations.t.identity: expected a path to a private key (no such user), "
+            "got '~promote-no-such-user/.ssh/k'",
+        ),
+        (
             '[promote]\ntrunk = "main"\n[promote.docs]\npages = ["x"]\n',
             "promote.docs.repo: expected a path to the docs repository (this key is required)",
         ),

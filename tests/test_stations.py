@@ -149,6 +149,17 @@ def test_hub_cache_location_follows_huggingface_hub_precedence(tmp_path: Path) -
     assert hub_cache_dir({"HOME": str(tmp_path)}) == tmp_path / ".cache" / "huggingface" / "hub"
 
 
+def test_a_hub_cache_location_that_cannot_be_expanded_is_a_note_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "models" / "qwen3-0.6b").mkdir(parents=True)
+
+    station, notes = detect_local([tmp_path / "models"], {"HF_HOME": "~promote-no-such-user/hf"})
+
+    assert station.resources == ("checkpoint:qwen3-0.6b",)
+    [note] = [n for n in notes if "Hugging Face" in n]
+    assert note.startswith("cannot find the Hugging Face cache: HF_HOME='~promote-no-such-user/hf': ")
+    assert note.endswith("; cached hub models not detected")
+
+
 def test_local_station_is_detected_with_mlx_devices_memory_hub_models_and_checkpoints(tmp_path: Path) -> None:
     mx = pytest.importorskip("mlx.core")
     fake_hub_cache(tmp_path / "hf" / "hub", "model", "org/tiny")
