@@ -172,11 +172,10 @@ def run_tests(
             from concurrent.futures import ThreadPoolExecutor
 
             from promote import stations
+            from promote.runners.records import write_atomic
         fleet = stations.inventory(config)
-        # Written whole or not at all: the plugin reads it as soon as it appears.
-        partial = run_dir / f".{STATION_FILE}.tmp"
-        partial.write_text(json.dumps(fleet.local.to_json(), indent=1), encoding="utf-8")
-        os.replace(partial, run_dir / STATION_FILE)
+        # Whole or not at all: the plugin reads it as soon as it appears.
+        write_atomic(run_dir / STATION_FILE, json.dumps(fleet.local.to_json(), indent=1))
     except BaseException:
         # Nothing will follow these processes any more: do not leave them running unseen.
         for run in launched.values():

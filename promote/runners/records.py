@@ -133,20 +133,24 @@ class WorkerResults:
         )
 
 
-def write_results(out_dir: Path, results: WorkerResults) -> Path:
-    """Write `results` atomically (temp file + rename), so a reader never sees half a file."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = results_path(out_dir, results.worker)
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{target.name}.", suffix=".tmp")
+def write_atomic(target: Path, text: str) -> Path:
+    """Write `text` to `target` whole or not at all (temp file + rename): a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            # dumps, not dump: only a one-shot encode uses json's C encoder (several times faster).
-            f.write(json.dumps(results.to_json(), separators=(",", ":")))
+            f.write(text)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def write_results(out_dir: Path, results: WorkerResults) -> Path:
+    """Write `results` atomically, so a reader never sees half a file."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # dumps, not dump: only a one-shot encode uses json's C encoder (several times faster).
+    return write_atomic(results_path(out_dir, results.worker), json.dumps(results.to_json(), separators=(",", ":")))
 
 
 def read_results(path: Path) -> WorkerResults:

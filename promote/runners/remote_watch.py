@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 # The runner's own watch, so a remote package's progress and timeouts are judged exactly as a local one's.
+from promote.runners.records import write_atomic
 from promote.runners.runner import POLL_S, Watch
 
 # Even without news, a line now and then: writing is how the watcher notices that ssh has gone.
@@ -43,9 +44,7 @@ def main(argv: list[str]) -> int:
             w.poll()
             if len(w.timed_out) != killed:
                 # A file, not only a line: it comes back with the results even if this output is lost.
-                tmp = w.out_dir / f"{TIMED_OUT}.tmp"
-                tmp.write_text(json.dumps(w.timed_out), encoding="utf-8")
-                tmp.replace(w.out_dir / TIMED_OUT)
+                write_atomic(w.out_dir / TIMED_OUT, json.dumps(w.timed_out))
         line = state(watches)
         if line != last or time.monotonic() - written > HEARTBEAT_S:
             try:
