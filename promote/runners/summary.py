@@ -10,7 +10,7 @@ from promote.findings import Finding
 from promote.runners import progress as progress_mod
 from promote.runners.bisect import Verdict
 from promote.runners.records import TestRecord, read_all_results
-from promote.runners.runner import ProcessOutcome
+from promote.runners.runner import ProcessOutcome, Watch
 
 COUNTED = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
@@ -135,11 +135,10 @@ class PackageResult:
 
 def crashed_tests(out_dir: Path) -> list[tuple[str, str]]:
     """(test id, worker) of every test that was running when its worker process died."""
-    lost = []
-    for path in sorted(out_dir.glob("progress-*.jsonl")):
-        worker = path.stem.removeprefix("progress-")
-        lost += [(nodeid, worker) for nodeid in progress_mod.unfinished(path)]
-    return lost
+    # The same reading the runner's watcher does while a process runs, done once after it.
+    watch = Watch(out_dir, timeout_s=None)
+    watch.poll()
+    return list(watch.crashed())
 
 
 def recovered(out_dir: Path, workers_with_results: set[str]) -> tuple[list[TestRecord], list[Finding]]:
