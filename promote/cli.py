@@ -199,10 +199,12 @@ def test_command(obj: Context, package: str | None, as_json: bool) -> None:
 
     result = run_tests(config, package=package, on_progress=progress.update, meanwhile=meanwhile)
     progress.close()
-    from promote.store import head_commit, record_test_run
+    from promote.store import record_test_run
     from promote.testreport import run_report
 
-    record_test_run(config, result, command_line(), commit[0] if commit else head_commit(config))
+    # run_tests calls `meanwhile` once on every run it returns from.
+    [head] = commit
+    record_test_run(config, result, command_line(), head)
     emit(result.to_json(), run_report(result), as_json=as_json)
     sys.exit(EXIT_OK if result.green else EXIT_BLOCKED)
 
