@@ -1,0 +1,153 @@
+"""`promote test` on mlx-lm's own suite against plain `pytest -n 2` of it, the three arms interleaved.
+
+Arms, rotated each round so none always runs first:
+- `pytest`: plain `python -m pytest -n 2` in the snapshot, what a user would run without promote;
+- `first-pass`: `promote test` with `max_reruns = 0`, its first pass alone (isolation and records,
+  no cause-finding);
+- `promote`: `promote test` as configured, cause-finding (reruns and bisection) included.
+
+Targets: first-pass/pytest within 1.10, promote/pytest within 1.5 (median per-round ratio).
+The snapshot lives in shared/corpora beside this repository; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (
+    REPO_ROOT,
+    WORK_DIR,
+    Arm,
+    BenchError,
+    exclusive,
+    format_table,
+    git,
+    machine_info,
+    measure_arm,
+    median_interval,
+    promote_argv,
+    write_results,
+)
+
+CORPUS = REPO_ROOT.parent / "shared" / "corpora" / "mlx-lm-d78bf58.tar.gz"
+TARGETS = {"first-pass": 1.10, "promote": 1.5}
+CONFIG = """\
+[promote]
+trunk = "main"
+mirrors = []
+max_reruns = {max_reruns}
+
+[[promote.packages]]
+name = "mlx-lm"
+path = "../mlx-lm"
+workers = 2
+env = {{ HF_HUB_OFFLINE = "1", HF_HOME = "{hf_home}" }}
+"""
+
+
+def unpack(root: Path) -> tuple[Path, Path]:
+    """The snapshot as a git repository at root/mlx-lm, and an empty Hugging Face home beside it."""
+    if not CORPUS.is_file():
+        raise BenchError(f"no mlx-lm snapshot at {CORPUS}")
+    if root.exists():
+        shutil.rmtree(root)
+    repo, hf_home = root / "mlx-lm", root / "hf-home"
+    repo.mkdir(parents=True)
+    hf_home.mkdir()
+    with tarfile.open(CORPUS) as tar:
+        tar.extractall(repo, filter="data")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "mlx-lm snapshot")
+    for name, reruns in (("first-pass", 0), ("promote", 50)):
+        conf = root / name
+        conf.mkdir()
+        (conf / "promote.toml").write_text(CONFIG.format(max_reruns=reruns, hf_home=hf_home), encoding="utf-8")
+    return repo, hf_home
+
+
+def _promote_ok(stdout: str) -> None:
+    report = json.loads(stdout)
+    (pkg,) = report["packages"]
+    if pkg["passed"] < 50:
+        raise BenchError(f"promote ran too little of mlx-lm to time: {pkg}")
+
+
+def _pytest_ok(stdout: str) -> None:
+    if " passed" not in stdout:
+        raise BenchError(f"plain pytest passed nothing: {stdout[-500:]}")
+
+
+def arms(root: Path, repo: Path, hf_home: Path) -> list[Arm]:
+    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(hf_home)}
+    # The configs sit beside the repository so its tree stays the snapshot's; -C runs promote in it.
+    promote = [
+        Arm(name, (*promote_argv(), "-C", str(repo), "--config", str(root / name / "promote.toml"), "test", "--json"),
+            repo, frozenset({0, 1}), _promote_ok, env)
+        for name in ("first-pass", "promote")
+    ]  # fmt: skip
+    plain = Arm("pytest", (sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider"), repo,
+                frozenset({0, 1}), _pytest_ok, env)  # fmt: skip
+    return [plain, *promote]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    root = WORK_DIR / "mlx-lm"
+    with exclusive("bench_mlxlm"):
+        repo, hf_home = unpack(root)
+        all_arms = arms(root, repo, hf_home)
+        for arm in all_arms:  # warm-up: page cache, .pyc files
+            measure_arm(arm)
+        seconds: dict[str, list[float]] = {a.name: [] for a in all_arms}
+        for i in range(args.rounds):
+            order = all_arms[i % 3 :] + all_arms[: i % 3]
+            for arm in order:
+                seconds[arm.name].append(measure_arm(arm).wall_s)
+            ran = ", ".join(f"{a.name} {seconds[a.name][-1]:.1f}s" for a in order)
+            print(f"  round {i + 1}/{args.rounds}: {ran}", flush=True)
+    rows, verdicts = [], {}
+    for name, target in TARGETS.items():
+        ratios = [x / y for x, y in zip(seconds[name], seconds["pytest"], strict=True)]
+        interval = median_interval(ratios)
+        verdicts[name] = {
+            "ratios": [round(r, 3) for r in ratios],
+            "median": round(statistics.median(ratios), 3),
+            "interval": [round(interval.low, 3), round(interval.high, 3)],
+            "coverage": round(interval.coverage, 3),
+            "target": target,
+            "verdict": interval.verdict(target),
+        }
+        v = verdicts[name]
+        rows.append([f"{name}/pytest", f"{v['median']:.3f}", f"{interval.low:.3f}-{interval.high:.3f}", f"{target}",
+                     str(v["verdict"])])  # fmt: skip
+    print(format_table(["arm", "median s", "min s", "max s"], [
+        [n, f"{statistics.median(s):.1f}", f"{min(s):.1f}", f"{max(s):.1f}"] for n, s in seconds.items()
+    ]))  # fmt: skip
+    print()
+    print(format_table(["ratio", "median", "interval", "target", "verdict"], rows))
+    data: dict[str, Any] = {"machine": machine_info(), "seconds": seconds, "ratios": verdicts,
+                            "command": "python benchmarks/bench_mlxlm.py --rounds N"}  # fmt: skip
+    path = write_results("bench_mlxlm", data)
+    print(f"\nresults: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (BenchError, subprocess.CalledProcessError) as e:
+        print(f"bench_mlxlm: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,134 @@
+"""promote on a suite nobody here wrote: mlx-lm's own tests, from the snapshot in shared/corpora."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.gitrepos import GIT_ENV
+
+pytestmark = pytest.mark.slow
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "mlx-lm-d78bf58.tar.gz"
+HUB_MODEL = "mlx-community/Qwen1.5-0.5B-Chat-4bit"
+CONFIG = """\
+[promote]
+trunk = "main"
+mirrors = ["origin"]
+
+[promote.ci]
+runners = ["ubuntu-latest"]
+
+[[promote.packages]]
+name = "mlx-lm"
+path = "."
+workers = 2
+env = {{ HF_HUB_OFFLINE = "1", HF_HOME = "{hf_home}" }}
+"""
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **GIT_ENV})
+
+
+@pytest.fixture(scope="module")
+def mlx_lm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The snapshot as a user would set it up: a git repository with a mirror, then `promote test` and `audit`."""
+    if not CORPUS.is_file():
+        if os.environ.get("PROMOTE_REQUIRE_CORPUS"):
+            pytest.fail(f"the real-suite snapshot is missing: {CORPUS}")
+        pytest.skip(f"no real-suite snapshot at {CORPUS}")
+    base = tmp_path_factory.mktemp("mlx-lm")
+    repo, hf_home = base / "mlx-lm", base / "hf-home"
+    repo.mkdir()
+    hf_home.mkdir()
+    with tarfile.open(CORPUS) as tar:
+        tar.extractall(repo, filter="data")
+    (repo / "promote.toml").write_text(CONFIG.format(hf_home=hf_home), encoding="utf-8")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "mlx-lm snapshot")
+    _git(base, "clone", "-q", "--bare", str(repo), str(base / "mirror.git"))
+    _git(repo, "remote", "add", "origin", str(base / "mirror.git"))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(hf_home), "NO_COLOR": "1"}
+    found: dict[str, Any] = {}
+    for command in ("test", "audit"):
+        done = subprocess.run(
+            [sys.executable, "-m", "promote", command, "--json"], cwd=repo, env=env, capture_output=True, text=True
+        )
+        assert done.returncode in (0, 1), f"promote {command} exited {done.returncode}: {done.stderr[-2000:]}"
+        assert "Traceback" not in done.stderr, done.stderr[-2000:]
+        found[command] = json.loads(done.stdout)
+        found[f"{command}-stderr"] = done.stderr
+    return found
+
+
+def _findings(run: dict[str, Any], check: str) -> list[dict[str, Any]]:
+    return [f for f in run["findings"] if f["check"] == check]
+
+
+def test_hub_model_blocks_tests_and_is_attributed_to_the_suites_own_class(mlx_lm: dict[str, Any]) -> None:
+    (package,) = mlx_lm["test"]["packages"]
+    blocked_by_model = sum(n for blocker, n in package["blocked_by"].items() if HUB_MODEL in blocker)
+    assert blocked_by_model >= 60
+    (finding,) = [f for f in _findings(mlx_lm["test"], "impossible-requirement") if HUB_MODEL in f["message"]]
+    assert "tests/test_generate.py" in f"{finding['subject']} {finding['cause']} {finding['message']}"
+    assert "TestGenerate" in finding["message"] or "TestGenerate" in finding["subject"]
+
+
+def test_no_finding_names_a_path_outside_the_package(mlx_lm: dict[str, Any]) -> None:
+    for run in (mlx_lm["test"], mlx_lm["audit"]):
+        for f in run["findings"]:
+            for field in ("subject", "cause"):
+                assert "site-packages" not in (f[field] or ""), f
+                assert not (f[field] or "").startswith("/"), f
+
+
+def test_the_metal_test_is_classified_and_lm_eval_is_a_missing_package(mlx_lm: dict[str, Any]) -> None:
+    (package,) = mlx_lm["test"]["packages"]
+    metal = [b for b in package["blockers"] if "device:metal" in b["requirements"]]
+    assert [b["test"] for b in metal] == ["tests/test_models.py::TestModels::test_bitnet"]
+    missing = _findings(mlx_lm["test"], "missing-package")
+    assert any("lm_eval" in f["message"] for f in missing), missing
+    # One finding for one cause: the uncollectable module is not also a package-error.
+    assert not [f for f in _findings(mlx_lm["test"], "package-error") if "lm_eval" in f["message"]]
+
+
+def test_every_real_failure_is_judged_and_none_is_left_undecided(mlx_lm: dict[str, Any]) -> None:
+    (package,) = mlx_lm["test"]["packages"]
+    verdicts = Counter(r["verdict"] for r in package["reruns"])
+    assert 1 <= verdicts["genuine"] <= 12, package["reruns"]
+    assert not _findings(mlx_lm["test"], "rerun-undecided")
+    assert not _findings(mlx_lm["test"], "flaky")
+
+
+def test_the_self_hosted_macos_job_is_reported_unreachable_once(mlx_lm: dict[str, Any]) -> None:
+    unreachable = _findings(mlx_lm["audit"], "ci-unreachable-runner")
+    assert [f["subject"] for f in unreachable] == [".github/workflows/pull_request.yml: job mac_build_and_test"]
+    assert "self-hosted, macos" in unreachable[0]["message"]
+    # The modules it would have run are one consequence of it, not one error per module.
+    assert len(_findings(mlx_lm["audit"], "ci-filtered")) <= 3
+
+
+def test_findings_fit_on_a_screen(mlx_lm: dict[str, Any]) -> None:
+    for command in ("test", "audit"):
+        assert len(mlx_lm[command]["findings"]) <= 40, Counter(f["check"] for f in mlx_lm[command]["findings"])
+    # Drawing random numbers is what model tests do; it is not a leak.
+    leaks = _findings(mlx_lm["test"], "leaked-state")
+    assert not [f for f in leaks if "mlx.random.state" in f["message"] and "seed" not in f["message"]], leaks
+
+
+def test_progress_never_shows_more_finished_than_collected(mlx_lm: dict[str, Any]) -> None:
+    lines = [ln for ln in mlx_lm["test-stderr"].splitlines() if "tests finished" in ln]
+    assert lines
+    for line in lines:
+        done, total = line.split(": ")[1].split(" ")[0].split("/")
+        assert int(done) <= int(total), line
