@@ -36,19 +36,30 @@ def combine(current: str | None, report: pytest.TestReport) -> str | None:
 
 
 def subtest_context(report: pytest.TestReport) -> Any | None:
-    """The subtest context (`msg`, `kwargs`) of a pytest 9 (or pytest-subtests) subtest report."""
+    """The subtest context (`msg`, `kwargs`) of a subtest report (pytest 9, or pytest-subtests on pytest 8)."""
     context = getattr(report, "context", None)
     return context if hasattr(context, "kwargs") and hasattr(context, "msg") else None
 
 
-def subtest_description(context: Any) -> str:
-    """`[msg] (k=v, ...)`, the way pytest 9 shows a subtest."""
-    parts = []
-    if context.msg is not None:
-        parts.append(f"[{context.msg}]")
+def subtest_description(report: pytest.TestReport, context: Any) -> str:
+    """The subtest's part of its name as pytest shows it, e.g. `[msg] (i=1)`."""
+    # A subtest report's head line is "<domain> <description>", rendered by pytest (or pytest-subtests)
+    # itself: how kwargs are shown changed between pytest releases (raw values vs. already repr'd ones).
+    domain = report.location[2] if report.location else None
+    head = report.head_line
+    if domain and head and head.startswith(domain + " "):
+        return head[len(domain) + 1 :]
+    parts = [f"[{context.msg}]"] if context.msg is not None else []
     if context.kwargs:
-        parts.append("({})".format(", ".join(f"{k}={v!r}" for k, v in context.kwargs.items())))
+        parts.append("({})".format(", ".join(f"{k}={v}" for k, v in context.kwargs.items())))
     return " ".join(parts) or "(<subtest>)"
+
+
+def failed_by_subtests(outcome: str, failed_subtests: int) -> bool:
+    """Whether a test that ended `outcome` is failed by its subtests, as pytest 9 counts a test with any."""
+    # pytest 9 fails a passed parent only while reporting its status (not without the terminal reporter)
+    # and never a unittest parent; the record says failed whenever a subtest failed, as reruns judge it.
+    return failed_subtests > 0 and outcome not in ("failed", "error")
 
 
 def truncate(text: str, limit: int = MAX_LONGREPR) -> str:

@@ -192,9 +192,6 @@ class Recorder:
         if context is not None:
             self._subtest(run, report, context)
             return
-        if report.when == "call" and report.passed and run.failed_subtests:
-            # pytest 9 fails a test whose `subtests` failed in this hook; let it decide.
-            self.config.hook.pytest_report_teststatus(report=report, config=self.config)
         run.reported = True
         run.duration_s += report.duration
         run.outcome = outcomes.combine(run.outcome, report)
@@ -204,7 +201,7 @@ class Recorder:
             run.skip_reason = outcomes.skip_reason(report)
 
     def _subtest(self, run: _Running, report: pytest.TestReport, context: Any) -> None:
-        nodeid = f"{run.nodeid} {outcomes.subtest_description(context)}"
+        nodeid = f"{run.nodeid} {outcomes.subtest_description(report, context)}"
         # The same subTest context can repeat (a loop without parameters): number the repeats.
         seen = run.subtest_ids[nodeid] = run.subtest_ids.get(nodeid, 0) + 1
         nodeid += f" #{seen}" if seen > 1 else ""
@@ -252,6 +249,10 @@ class Recorder:
             self.progress.finish(run.nodeid, run.index, "unreported")
             return
         outcome = run.outcome or "passed"
+        if outcomes.failed_by_subtests(outcome, run.failed_subtests):
+            outcome = "failed"
+            plural = "s" if run.failed_subtests > 1 else ""
+            run.failure.append(f"contains {run.failed_subtests} failed subtest{plural}")
         skipped = run.skip_reason if outcome in ("skipped", "xfailed") else None
         record = self._record(run, run.nodeid, outcome, run.duration_s, run.failure, skipped)
         self.records += [record, *run.subtests]
