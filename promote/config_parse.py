@@ -46,16 +46,26 @@ def _is_repo_name(v: object) -> bool:
     return isinstance(v, str) and v.count("/") == 1 and all(part.strip() for part in v.split("/"))
 
 
-def _is_count(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+def _int_in(low: int, high: int) -> Callable[[object], bool]:
+    """An integer in [low, high]: a huge one would reach a thread pool, a range or sqlite as an OverflowError."""
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
 
 
-def _is_pos_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+def _number_in(high: float) -> Callable[[object], bool]:
+    """A finite number in (0, high]: inf and nan reach time arithmetic and timeouts as tracebacks."""
+    return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= high
 
 
-def _is_pos_number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+# Upper bounds: generous for any real use, small enough that nothing downstream overflows.
+MAX_SECONDS = 86400.0
+SECONDS = f"a number of seconds > 0 and <= {MAX_SECONDS:.0f}"
+_is_seconds = _number_in(MAX_SECONDS)
+_is_workers = _int_in(1, 256)
+_is_fetch_concurrency = _int_in(1, 64)
+_is_max_reruns = _int_in(0, 10000)
+_is_memory_gb = _number_in(1 << 20)
+# The fields `publish.page_path` fills in; anything else in a page template is refused.
+PAGE_FIELDS = ("date", "commit", "run")
 
 
 def _is_destination(v: object) -> bool:
@@ -63,8 +73,7 @@ def _is_destination(v: object) -> bool:
     return isinstance(v, str) and bool(v) and not v.startswith("-") and not any(c.isspace() for c in v)
 
 
-def _is_port(v: object) -> bool:
-    return _is_pos_int(v) and int(v) <= 65535  # type: ignore[call-overload]
+_is_port = _int_in(1, 65535)
 
 
 class Parser:
@@ -137,9 +146,7 @@ class Parser:
             deployed=self.get(tbl, "deployed", p, _is_str, "a branch, tag or commit", None),
             deployed_command=self.command(tbl, "deployed_command", p),
             deployed_since_command=self.command(tbl, "deployed_since_command", p),
-            deployed_timeout_s=float(
-                self.get(tbl, "deployed_timeout_s", p, _is_pos_number, "a number of seconds > 0", 10.0)
-            ),
+            deployed_timeout_s=float(self.get(tbl, "deployed_timeout_s", p, _is_seconds, SECONDS, 10.0)),
             test_paths=tuple(
                 self.get(
                     tbl,
@@ -150,11 +157,11 @@ class Parser:
                     DEFAULT_TEST_PATHS,
                 )
             ),
-            mirror_timeout_s=float(
-                self.get(tbl, "mirror_timeout_s", p, _is_pos_number, "a number of seconds > 0", 30.0)
+            mirror_timeout_s=float(self.get(tbl, "mirror_timeout_s", p, _is_seconds, SECONDS, 30.0)),
+            fetch_concurrency=self.get(
+                tbl, "fetch_concurrency", p, _is_fetch_concurrency, "an integer from 1 to 64", 8
             ),
-            fetch_concurrency=self.get(tbl, "fetch_concurrency", p, _is_pos_int, "an integer >= 1", 8),
-            max_reruns=self.get(tbl, "max_reruns", p, _is_count, "an integer >= 0", 50),
+            max_reruns=self.get(tbl, "max_reruns", p, _is_max_reruns, "an integer from 0 to 10000", 50),
             packages=self.packages(tbl.get("packages", []), {s.name for s in stations}),
             stations=stations,
             ci=self.ci(tbl["ci"]) if "ci" in tbl else CIConfig(),
@@ -194,7 +201,7 @@ class Parser:
                 PackageConfig(
                     name=name,
                     path=(self.path.parent / self.required(tbl, "path", where, "a directory")).resolve(),
-                    workers=self.get(tbl, "workers", where, _is_pos_int, "an integer >= 1", 1),
+                    workers=self.get(tbl, "workers", where, _is_workers, "an integer from 1 to 256", 1),
                     leaks=leaks,
                     station=station,
                     python=self.get(tbl, "python", where, _is_str, "a path to a python interpreter", None),
@@ -202,7 +209,7 @@ class Parser:
                     env=tuple(
                         sorted(self.get(tbl, "env", where, _is_str_table, "a table of string values", {}).items())
                     ),
-                    timeout_s=self.get(tbl, "timeout_s", where, _is_pos_number, "a number of seconds > 0", None),
+                    timeout_s=self.get(tbl, "timeout_s", where, _is_seconds, SECONDS, None),
                     serial=tuple(self.get(tbl, "serial", where, _is_str_list, "a list of test id patterns", [])),
                 )
             )
@@ -247,7 +254,9 @@ class Parser:
                     name=name,
                     platform=self.get(tbl, "platform", where, _is_str, "a platform like darwin-arm64", None),
                     devices=tuple(self.get(tbl, "devices", where, _is_str_list, "a list of device names", [])),
-                    memory_gb=self.get(tbl, "memory_gb", where, _is_pos_number, "a number of GB > 0", None),
+                    memory_gb=self.get(
+                        tbl, "memory_gb", where, _is_memory_gb, "a number of GB > 0 and <= 1048576", None
+                    ),
                     resources=tuple(self.get(tbl, "resources", where, _is_str_list, "a list of resource names", [])),
                     ssh=self.get(tbl, "ssh", where, _is_destination, "user@host (no spaces, no leading -)", None),
                     port=self.get(tbl, "port", where, _is_port, "a TCP port (1-65535)", None),
@@ -291,15 +300,27 @@ class Parser:
             pages=tuple(self.get(tbl, "pages", where, _is_str_list, "a list of glob patterns", ["docs/**/*.md"])),
             features=tuple(self.get(tbl, "features", where, _is_str_list, "a list of feature names", [])),
             feature_pattern=self.get(tbl, "feature_pattern", where, _is_str, "a regular expression", None),
-            page=self.get(
-                tbl,
-                "page",
-                where,
-                _is_str,
-                "a path pattern with {date}, {commit}, {run}",
-                "docs/evidence/{date}-{commit}.md",
-            ),
+            page=self.page(tbl, where),
         )
+
+    def page(self, tbl: Mapping[str, Any], where: str) -> str:
+        """The page template: literal text and the bare fields {date}, {commit}, {run}, nothing else."""
+        expected = "a relative path pattern using only {date}, {commit}, {run}"
+        value = self.get(tbl, "page", where, _is_str, expected, "docs/evidence/{date}-{commit}.md")
+        try:
+            parts = list(string.Formatter().parse(value))
+        except ValueError as e:
+            raise self.fail(f"{where}.page", f"{expected} ({e})", value) from None
+        for _, name, spec, conversion in parts:
+            # `{commit.__class__}`, `{commit[0]}`, `{commit!r}`, `{commit:>10}`: attribute access, indexing,
+            # conversions and format specs reach str.format and its objects; only the bare names are taken.
+            if name is not None and (name not in PAGE_FIELDS or spec or conversion):
+                field = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+                raise self.fail(f"{where}.page", f"{expected} (not {field})", value)
+        literal = "".join(text for text, *_ in parts)
+        if not value.strip() or literal.startswith(("/", "\\")) or ".." in literal.replace("\\", "/").split("/"):
+            raise self.fail(f"{where}.page", expected, value)
+        return value
 
     def requirements(self, raw: object) -> RequirementsConfig:
         where = f"{self.prefix}.requirements"

@@ -88,7 +88,7 @@ feature_pattern = "SANCTUM_[A-Z0-9_]+"
         ("[promote]\ntrunk = 3\n", "promote.trunk: expected a branch name, got 3"),
         (
             '[promote]\ntrunk = "main"\n[[promote.packages]]\nname = "a"\npath = "a"\nworkers = 0\n',
-            "promote.packages[0].workers: expected an integer >= 1, got 0",
+            "promote.packages[0].workers: expected an integer from 1 to 256, got 0",
         ),
         (
             '[promote]\ntrunk = "main"\n[[promote.packages]]\nname = "a"\npath = "a"\nleaks = "ignore"\n',
@@ -209,7 +209,10 @@ def test_deployed_command_ci_and_timeout_keys_load(tmp_path: Path) -> None:
         ),
         ("deployed_command = []\n", "promote.deployed_command: expected a command line (string) or a non-empty list"),
         ('deployed_command = "cat \'REVISION"\n', "promote.deployed_command: expected a command line (string) or a"),
-        ("deployed_timeout_s = 0\n", "promote.deployed_timeout_s: expected a number of seconds > 0, got 0"),
+        (
+            "deployed_timeout_s = 0\n",
+            "promote.deployed_timeout_s: expected a number of seconds > 0 and <= 86400, got 0",
+        ),
         ('[promote.ci]\nhosted_available = "no"\n', "promote.ci.hosted_available: expected true or false, got 'no'"),
         ('[promote.ci]\nrepository = "sanctum"\n', "promote.ci.repository: expected \"owner/name\", got 'sanctum'"),
     ],
@@ -219,3 +222,87 @@ def test_bad_deployed_and_ci_keys_name_the_key(tmp_path: Path, body: str, expect
     message = error_of(path)
     assert message.startswith(f"{path}: ")
     assert expected in message
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            "mirror_timeout_s = inf\n",
+            "promote.mirror_timeout_s: expected a number of seconds > 0 and <= 86400, got inf",
+        ),
+        (
+            "mirror_timeout_s = nan\n",
+            "promote.mirror_timeout_s: expected a number of seconds > 0 and <= 86400, got nan",
+        ),
+        ("deployed_timeout_s = 1e300\n", "promote.deployed_timeout_s: expected a number of seconds > 0 and <= 86400"),
+        ("deployed_timeout_s = -1\n", "promote.deployed_timeout_s: expected a number of seconds > 0 and <= 86400"),
+        ("fetch_concurrency = 9223372036854775807\n", "promote.fetch_concurrency: expected an integer from 1 to 64"),
+        ("fetch_concurrency = 0\n", "promote.fetch_concurrency: expected an integer from 1 to 64, got 0"),
+        ("max_reruns = -1\n", "promote.max_reruns: expected an integer from 0 to 10000, got -1"),
+        ("max_reruns = 10001\n", "promote.max_reruns: expected an integer from 0 to 10000, got 10001"),
+        (
+            '[[promote.packages]]\nname = "p"\npath = "p"\nworkers = 100000\n',
+            "promote.packages[0].workers: expected an integer from 1 to 256, got 100000",
+        ),
+        (
+            '[[promote.packages]]\nname = "p"\npath = "p"\ntimeout_s = inf\n',
+            "promote.packages[0].timeout_s: expected a number of seconds > 0 and <= 86400, got inf",
+        ),
+        ("[promote.stations.t]\nmemory_gb = inf\n", "promote.stations.t.memory_gb: expected a number of GB > 0"),
+        ("[promote.stations.t]\nport = 0\n", "promote.stations.t.port: expected a TCP port (1-65535), got 0"),
+    ],
+)
+def test_numbers_must_be_finite_and_within_limits(tmp_path: Path, body: str, expected: str) -> None:
+    path = write(tmp_path, f'[promote]\ntrunk = "main"\n{body}')
+    message = error_of(path)
+    assert message.startswith(f"{path}: ")
+    assert "\n" not in message
+    assert expected in message
+
+
+def test_numbers_at_their_limits_load(tmp_path: Path) -> None:
+    body = (
+        '[promote]\ntrunk = "main"\nmirror_timeout_s = 86400\nfetch_concurrency = 64\nmax_reruns = 10000\n'
+        '[[promote.packages]]\nname = "p"\npath = "p"\nworkers = 256\ntimeout_s = 0.5\n'
+    )
+    cfg = config.load(write(tmp_path, body))
+    assert (cfg.mirror_timeout_s, cfg.fetch_concurrency, cfg.max_reruns) == (86400.0, 64, 10000)
+    assert (cfg.packages[0].workers, cfg.packages[0].timeout_s) == (256, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("page", "why"),
+    [
+        ("docs/{nope}.md", "(not {nope})"),
+        ("docs/{", "(Single '{' encountered in format string)"),
+        ("docs/}", "(Single '}' encountered in format string)"),
+        ("docs/{commit.__class__}.md", "(not {commit.__class__})"),
+        ("docs/{commit[0]}.md", "(not {commit[0]})"),
+        ("docs/{commit!r}.md", "(not {commit!r})"),
+        ("docs/{commit:>10}.md", "(not {commit:>10})"),
+        ("docs/{}.md", "(not {})"),
+        ("/etc/{date}.md", "expected a relative path pattern"),
+        ("docs/../../{date}.md", "expected a relative path pattern"),
+    ],
+)
+def test_page_template_takes_only_the_documented_bare_fields(tmp_path: Path, page: str, why: str) -> None:
+    path = write(tmp_path, f'[promote]\ntrunk = "main"\n[promote.docs]\nrepo = "."\npage = "{page}"\n')
+    message = error_of(path)
+    assert message.startswith(f"{path}: promote.docs.page: expected a relative path pattern using only")
+    assert why in message
+
+
+def test_page_template_with_every_field_and_escaped_braces_loads(tmp_path: Path) -> None:
+    page = "docs/{{x}}/{date}-{commit}-{run}.md"
+    cfg = config.load(write(tmp_path, f'[promote]\ntrunk = "main"\n[promote.docs]\nrepo = "."\npage = "{page}"\n'))
+    assert cfg.docs is not None and cfg.docs.page == page
+
+
+def test_history_limit_out_of_range_is_a_usage_error(fleet: Fleet) -> None:
+    fleet.config()
+    for limit in ("99999999999999999999", "0", "-5"):
+        result = run(fleet.work, "history", "--limit", limit)
+        assert result.exit_code == 2, (limit, result.output)
+        assert "Invalid value for '--limit'" in result.stderr
+        assert "Traceback" not in result.output
