@@ -264,7 +264,9 @@ def audit(obj: Context, publish: bool, push: bool, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("run_id", required=False)
-@click.option("--limit", default=10, show_default=True, help="How many recent runs to list.")
+@click.option(
+    "--limit", default=10, show_default=True, type=click.IntRange(1, 100000), help="How many recent runs to list."
+)
 @json_option
 @click.pass_obj
 def history(obj: Context, run_id: str | None, limit: int, as_json: bool) -> None:
