@@ -306,7 +306,7 @@ class Parser:
     def page(self, tbl: Mapping[str, Any], where: str) -> str:
         """The page template: literal text and the bare fields {date}, {commit}, {run}, nothing else."""
         expected = "a relative path pattern using only {date}, {commit}, {run}"
-        value = self.get(tbl, "page", where, _is_str, expected, "docs/evidence/{date}-{commit}.md")
+        value: str = self.get(tbl, "page", where, _is_str, expected, "docs/evidence/{date}-{commit}.md")
         try:
             parts = list(string.Formatter().parse(value))
         except ValueError as e:
