@@ -103,6 +103,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if station:
         config.stash[STATION_FILE] = Path(station)
     out = config.getoption("promote_out", default=None)
+    if out is not None:
+        from promote.runners.orphans import exit_with_parent
+
+        # The controller and every worker: none may outlive the promote that reads their records.
+        exit_with_parent()
     worker = worker_id(config)
     if out is None or worker is None:
         return
