@@ -8,9 +8,12 @@ promote writes each package's JUnit XML from these records after the run (promot
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Generator, Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
+from types import CodeType
 
 import pytest
 
@@ -128,21 +131,46 @@ def requirements_of(item: pytest.Item) -> tuple[str, ...]:
 
 
 def failing_fixture(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
-    """`file::name` of the innermost fixture whose code raised (or skipped) during the item's setup."""
+    """`file::name` of the package code that holds what raised (or skipped) during the item's setup.
+
+    That is the innermost fixture whose code raised, when it is the package's own; for pytest's
+    generated fixtures (unittest `setUpClass`, `setUpModule`, xunit `setup_module`/`setup_class`) and
+    a plugin's, the first frame of the package's own code they called, e.g. `tests/t.py::T::setUpClass`.
+    """
     # `_fixtureinfo` is pytest's own (public in all but name since pytest 3); without it, no attribution.
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     names = {getattr(d.func, "__code__", None): name for name, fixturedefs in defs.items() for d in fixturedefs}
+    entries = list(excinfo.traceback)
     found = None
-    for entry in excinfo.traceback:
-        name = names.get(entry.frame.code.raw)
-        if name is not None:
-            found = (name, Path(entry.path))
+    for i, entry in enumerate(entries):
+        if entry.frame.code.raw in names:
+            found = i
     if found is None:
         return None
-    name, path = found
     root = item.config.rootpath
-    where = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
-    return f"{where}::{name}"
+    entry = entries[found]
+    if _in_package(Path(entry.path), root):
+        return f"{Path(entry.path).relative_to(root).as_posix()}::{names[entry.frame.code.raw]}"
+    # The fixture's own code is not the package's: name the package's function it ran, whose failure it is.
+    ours = next((e for e in entries[found + 1 :] if _in_package(Path(e.path), root)), None)
+    if ours is None:
+        return None
+    return f"{Path(ours.path).relative_to(root).as_posix()}::{_qualname(ours.frame.code.raw, ours.frame.f_locals)}"
+
+
+def _in_package(path: Path, root: Path) -> bool:
+    # A virtualenv inside the package directory holds other projects' code (pytest's own among them).
+    return path.is_relative_to(root) and not {"site-packages", "dist-packages"} & set(path.parts)
+
+
+def _qualname(code: CodeType, f_locals: Mapping[str, object]) -> str:
+    """`Class::method` (or `function`) of a frame's code."""
+    qualname = getattr(code, "co_qualname", None)  # Python 3.11+
+    if qualname is None:
+        owner = f_locals.get("cls") or type(f_locals.get("self", None))
+        name = getattr(owner, "__qualname__", "NoneType")
+        qualname = code.co_name if name == "NoneType" else f"{name}.{code.co_name}"
+    return str(qualname).replace(".<locals>.", ".").replace(".", "::")
 
 
 def station_of(config: pytest.Config) -> Station | None:
@@ -168,6 +196,45 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     lacking = station.lacking(requirements) if station is not None else ()
     if station is not None and lacking:
         pytest.skip(f"requires {', '.join(lacking)}: not on station {station.name}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None, None, None]:
+    try:
+        return (yield)
+    except SystemExit as e:
+        # pytest ends without a word when a conftest.py it loads first exits: say which, for the log.
+        if getattr(early_config.known_args_namespace, "promote_out", None) is not None:
+            where = _conftest_line(e, early_config.rootpath)
+            sys.stderr.write(f"ERROR: {where} called sys.exit({e.code!r}) while pytest loaded it: no test can run\n")
+        raise
+
+
+def _conftest_line(e: BaseException, root: Path) -> str:
+    """`path:line` of the innermost conftest.py frame `e` passed through (relative to `root` when inside it)."""
+    where = "a conftest.py"
+    tb = e.__traceback__
+    while tb is not None:
+        path = Path(tb.tb_frame.f_code.co_filename)
+        if path.name == "conftest.py":
+            where = f"{path.relative_to(root) if path.is_relative_to(root) else path}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    try:
+        return (yield)
+    except SystemExit as e:
+        # pytest lets a module (or conftest.py) that exits at import end the whole session, so no other
+        # module would run; under promote it is that module's collection error, and the rest still runs.
+        if collector.config.getoption("promote_out", default=None) is None:
+            raise
+        longrepr = collector.repr_failure(pytest.ExceptionInfo.from_exception(e))
+        return pytest.CollectReport(collector.nodeid, "failed", longrepr, None)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -69,6 +69,8 @@ def command(
         # Test ids relative to the package, whatever ini file pytest finds above it.
         "--rootdir", str(pkg.path),
         "-p", "no:cacheprovider",
+        # A module that cannot be imported must not stop the others (xdist's workers go on; pytest alone would not).
+        "--continue-on-collection-errors",
         "-q",
         "-n", str(workers),
         "--dist", "load",
