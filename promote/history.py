@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from promote.errors import PromoteError
@@ -17,7 +20,7 @@ DB_NAME = "history.sqlite"
 # Versioned from the first release: `PRAGMA user_version` is the number of scripts applied.
 MIGRATIONS = (
     """
-    CREATE TABLE runs (
+    CREATE TABLE IF NOT EXISTS runs (
         id TEXT PRIMARY KEY,
         kind TEXT NOT NULL,
         started TEXT NOT NULL,
@@ -28,7 +31,7 @@ MIGRATIONS = (
         stations TEXT NOT NULL,
         gates TEXT NOT NULL
     );
-    CREATE TABLE tests (
+    CREATE TABLE IF NOT EXISTS tests (
         run_id TEXT NOT NULL REFERENCES runs(id),
         package TEXT NOT NULL,
         nodeid TEXT NOT NULL,
@@ -37,7 +40,7 @@ MIGRATIONS = (
         station TEXT NOT NULL,
         PRIMARY KEY (run_id, package, nodeid)
     );
-    CREATE TABLE findings (
+    CREATE TABLE IF NOT EXISTS findings (
         run_id TEXT NOT NULL REFERENCES runs(id),
         check_name TEXT NOT NULL,
         severity TEXT NOT NULL,
@@ -45,17 +48,22 @@ MIGRATIONS = (
         message TEXT NOT NULL,
         cause TEXT
     );
-    CREATE INDEX runs_started ON runs(started);
+    CREATE INDEX IF NOT EXISTS runs_started ON runs(started);
     """,
     # `previous()` walks runs newest-first in (started, id) order and stops at the first match; with `id` in the
     # index that walk needs no sort and no table reads. The old index is a prefix of the new one, so it only cost
-    # writes. IF [NOT] EXISTS because executescript autocommits each statement: a migration interrupted before
-    # user_version was bumped must be able to run again.
+    # writes. IF [NOT] EXISTS because a database written by an older promote (whose executescript committed each
+    # statement) may hold a migration interrupted before user_version was bumped.
     """
     CREATE INDEX IF NOT EXISTS runs_started_id ON runs(started, id);
     DROP INDEX IF EXISTS runs_started;
     """,
 )
+
+
+# How long a writer waits for another promote holding the database (two first uses at once, a test run and an
+# audit finishing together) before giving up.
+BUSY_TIMEOUT_S = 30.0
 
 
 class HistoryError(PromoteError):
@@ -99,35 +107,96 @@ class StoredRun:
         return sum(1 for t in self.tests if t.outcome == outcome)
 
 
+def _wal(db: sqlite3.Connection) -> None:
+    """Switch to write-ahead logging (readers never wait for a writer), waiting out another promote doing so."""
+    # Changing the journal mode needs the database to itself, and SQLite answers "locked" at once rather than
+    # calling the busy handler when two connections both try: so it is retried here, within the busy timeout.
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL").fetchone()
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 class History:
     """The history database of one repository (`.promote/history.sqlite`)."""
 
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / DB_NAME
         try:
-            self._db = sqlite3.connect(self.path)
-        except sqlite3.Error as e:
-            raise HistoryError(f"{self.path}: cannot open the history database: {e}") from None
-        self._migrate()
+            self._db = self._open()
+        except sqlite3.DatabaseError as e:
+            if isinstance(e, sqlite3.OperationalError) or not self.path.exists():
+                raise HistoryError(f"{self.path}: cannot open the history database: {e}") from None
+            # Not a database (or a damaged one): keep it for whoever wants to look, and start afresh, so that
+            # neither this run's pages nor its exit code depend on an old file.
+            aside = self._move_aside()
+            print(f"promote: warning: {self.path} is not a usable database ({e}); moved to {aside.name}, "
+                  "starting a new history", file=sys.stderr)  # fmt: skip
+            try:
+                self._db = self._open()
+            except sqlite3.DatabaseError as again:
+                raise HistoryError(f"{self.path}: cannot open the history database: {again}") from None
 
-    def _migrate(self) -> None:
-        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-        if version > len(MIGRATIONS):
-            raise HistoryError(
-                f"{self.path}: written by a newer promote (schema {version}, this one knows {len(MIGRATIONS)})"
-            )
-        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-            with self._db:
-                self._db.executescript(script)
-                self._db.execute(f"PRAGMA user_version = {number}")
+    def _open(self) -> sqlite3.Connection:
+        # isolation_level=None: transactions are begun here, explicitly (BEGIN IMMEDIATE), not by the module.
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            self._migrate(db)
+            _wal(db)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _move_aside(self) -> Path:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        self.path.rename(aside)
+        for suffix in ("-wal", "-shm"):
+            extra = self.path.with_name(self.path.name + suffix)
+            if extra.exists():
+                extra.rename(aside.with_name(aside.name + suffix))
+        return aside
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        # One transaction, taken for writing before user_version is read: a second promote creating the same
+        # database at the same moment waits here, then finds the schema made and has nothing to do.
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version > len(MIGRATIONS):
+                raise HistoryError(
+                    f"{self.path}: written by a newer promote (schema {version}, this one knows {len(MIGRATIONS)})"
+                )
+            for script in MIGRATIONS[version:]:
+                for statement in script.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            if version < len(MIGRATIONS):
+                db.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         self._db.close()
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._db:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
             yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def record(self, run: StoredRun) -> None:
         """Store one run with its tests and findings (replacing a run of the same id)."""

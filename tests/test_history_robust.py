@@ -1,0 +1,87 @@
+"""The history survives: two promotes creating it at once, and a history file that is not a database."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from promote.history import DB_NAME, History, StoredRun, TestOutcome
+from tests.helpers.cli import run
+from tests.helpers.gitrepos import commit, git
+from tests.helpers.packages import write_config, write_package
+
+GARBAGE = b"\x00\xffnot a database at all\x1b[2J" * 200
+
+
+def stored(run_id: str) -> StoredRun:
+    return StoredRun(
+        run_id=run_id, kind="test", started=f"2026-01-01T00:00:{run_id[-2:]}", finished="x", commit=None,
+        command="promote test", tests=(TestOutcome("pkg", "t.py::a", "passed"),),
+    )  # fmt: skip
+
+
+def _record(state: str, run_id: str, barrier: multiprocessing.synchronize.Barrier) -> None:
+    barrier.wait()
+    history = History(Path(state))
+    history.record(stored(run_id))
+    history.close()
+
+
+def test_two_processes_creating_the_history_at_once_never_fail(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("fork")
+    for round_ in range(20):
+        state = tmp_path / f"round{round_}"
+        state.mkdir()
+        barrier = ctx.Barrier(3)
+        procs = [ctx.Process(target=_record, args=(str(state), f"r{round_:02d}{i:02d}", barrier)) for i in range(3)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        assert [p.exitcode for p in procs] == [0, 0, 0], f"round {round_}"
+        history = History(state)
+        assert len(history.run_ids()) == 3
+        history.close()
+
+
+def test_a_garbage_history_file_is_moved_aside_and_a_new_one_started(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / DB_NAME).write_bytes(GARBAGE)
+    history = History(tmp_path)
+    history.record(stored("r01"))
+    assert history.run_ids() == ["r01"]
+    history.close()
+    [aside] = tmp_path.glob(f"{DB_NAME}.corrupt-*")
+    assert aside.read_bytes() == GARBAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and aside.name in err and "starting a new history" in err
+    db = sqlite3.connect(tmp_path / DB_NAME)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.close()
+
+
+def test_test_and_history_commands_survive_a_corrupt_history(tmp_path: Path) -> None:
+    write_package(tmp_path, "pkg", {"test_a.py": "def test_ok():\n    pass\n"})
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+    git(tmp_path, "init", "-q", "-b", "main")
+    commit(tmp_path, "start", {})
+    state = tmp_path / ".promote"
+    state.mkdir()
+    (state / DB_NAME).write_bytes(GARBAGE)
+
+    result = run(tmp_path, "test", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (state / "runs" / report["run"] / "run.json").is_file()
+    assert "moved to history.sqlite.corrupt-" in result.stderr and "Traceback" not in result.stderr
+
+    (state / DB_NAME).write_bytes(GARBAGE)
+    listing = run(tmp_path, "history", "--json")
+    assert listing.exit_code == 0, listing.output
+    assert json.loads(listing.stdout) == {"runs": []}
+    assert len(list(state.glob(f"{DB_NAME}.corrupt-*"))) == 2
