@@ -88,45 +88,69 @@ def classify(result: PackageResult, inventory: Inventory, rules: Sequence[Rule])
         counts[b.outcome] -= 1
         counts["blocked"] += 1
     blockers = tuple(found.values())
+    # A module that could not be imported for want of a requirement is that requirement's finding alone.
+    kept = tuple(f for f in result.findings if not (f.check == "package-error" and f.subject in found))
     return replace(
         result,
         counts={k: n for k, n in counts.items() if n},
         blocked_tests=tuple(found),
         blockers=blockers,
-        findings=result.findings + findings(blockers, inventory.local.name),
+        findings=kept + findings(blockers, inventory.local.name),
     )
 
 
+def holder(b: Blocked) -> str:
+    """What holds a blocked test's need: its fixture (or setUpClass...), else its class, else its file."""
+    if b.fixture is not None:
+        return b.fixture
+    parts = b.test.split("[", 1)[0].split("::")
+    return "::".join(parts[:-1]) if len(parts) > 2 else parts[0]
+
+
 def findings(tests: Sequence[Blocked], here: str) -> tuple[Finding, ...]:
-    """One finding per fixture, or per test file, that blocks tests for the same reason."""
-    groups: dict[tuple[str, tuple[str, ...], tuple[str, ...], str], list[Blocked]] = defaultdict(list)
+    """One finding per requirement (and verdict): the holders it blocks, with how many tests each."""
+    groups: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[Blocked]] = defaultdict(list)
     for b in tests:
-        groups[(b.check, b.requirements, b.stations, b.fixture or b.test.split("::")[0])].append(b)
+        groups[(b.check, b.requirements, b.stations)].append(b)
     out = []
-    for (check, requirements, stations, _), group in groups.items():
-        fixture = group[0].fixture
-        ids = [b.test for b in group]
-        listed = ", ".join(ids[:SHOWN]) + (f" (+{len(ids) - SHOWN} more)" if len(ids) > SHOWN else "")
-        if fixture is not None:
-            path, _, name = fixture.rpartition("::")
-            subject, who, users = fixture, f"fixture `{name}` in {path} ", f"; {len(ids)} test(s) use it: {listed}"
-        elif len(ids) == 1:
-            subject, who, users = ids[0], "", ""
-        else:
-            subject, who, users = ids[0].split("::")[0], f"{len(ids)} tests here ", f": {listed}"
+    for (check, requirements, stations), group in groups.items():
+        subject, cause, affected = _affected(group)
         need = " and ".join(requirements)
         if check == MISSING_PACKAGE:
             names = ", ".join(r.partition(":")[2] for r in requirements)
-            message = f"{who}cannot import {names}: not installed on station {here} (fix the environment){users}"
-            out.append(Finding(check, "error", subject, message, cause=fixture))
+            message = f"cannot import {names}: not installed on station {here} (fix the environment){affected}"
+            out.append(Finding(check, "error", subject, message, cause=cause))
         elif check == IMPOSSIBLE:
-            message = f"{who}needs {need}, which no station has: it can never run{users}"
-            out.append(Finding(check, "error", subject, message, cause=fixture))
+            message = f"needs {need}, which no station has: it can never run{affected}"
+            out.append(Finding(check, "error", subject, message, cause=cause))
         else:
             where = ", ".join(stations)
-            message = f"{who}needs {need}, which only {where} has; it did not run here on {here}{users}"
-            out.append(Finding(check, "warning", subject, message, cause=fixture))
+            message = f"needs {need}, which only {where} has; it did not run here on {here}{affected}"
+            out.append(Finding(check, "warning", subject, message, cause=cause))
     return tuple(out)
+
+
+def _affected(group: Sequence[Blocked]) -> tuple[str, str | None, str]:
+    """(subject, cause, what it blocks) of one requirement's finding; the subject is its main holder."""
+    # A node id without "::" is a module (or directory) that could not even be collected.
+    modules = [b.test for b in group if "::" not in b.test]
+    tests = [b for b in group if "::" in b.test]
+    held = Counter(holder(b) for b in tests)
+    # A module that could not be collected hides all its tests: it comes first.
+    main = modules[0] if modules else max(held, key=lambda h: held[h])
+    fixtures = {b.fixture for b in tests}
+    if len(tests) == 1 and tests[0].fixture is None and not modules:
+        return tests[0].test, None, ""
+    parts = []
+    if tests:
+        holders = ", ".join(f"{h} ({n})" for h, n in list(held.items())[:SHOWN])
+        holders += f" (+{len(held) - SHOWN} more)" if len(held) > SHOWN else ""
+        ids = [b.test for b in tests]
+        listed = ", ".join(ids[:SHOWN]) + (f" (+{len(ids) - SHOWN} more)" if len(ids) > SHOWN else "")
+        parts.append(f"{len(tests)} test(s) via {holders}: {listed}")
+    if modules:
+        parts.append(f"{len(modules)} module(s) not collected: {', '.join(modules)}")
+    return main, main if main in fixtures else None, "; " + "; ".join(parts)
 
 
 def blocked_summary(result: PackageResult) -> list[str]:

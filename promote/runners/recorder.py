@@ -118,7 +118,9 @@ class Recorder:
             index=0,
             thread_name=thread.name,
             thread_id=thread.ident or 0,
-            longrepr=outcomes.truncate(str(report.longrepr)),
+            longrepr=outcomes.truncate(text := str(report.longrepr)),
+            # Whole where longrepr is cut: a module needing a hub model at import names it in its frames.
+            excerpt=excerpt(text),
         )
         self.records.append(record)
         self.progress.finish(record.nodeid, 0, "error", records=[record.to_json()])

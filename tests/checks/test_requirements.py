@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from promote.checks.requirement_rules import excerpt, infer_failure, infer_skip
 from promote.checks.requirements import blocked_summary, classify, outcome, rules_of
 from promote.config import RequirementsConfig, RuleConfig
 from promote.errors import ConfigError
+from promote.findings import Finding
 from promote.runners.records import TestRecord
 from promote.runners.summary import PackageResult
 from promote.stations import Inventory, Station
@@ -219,8 +221,8 @@ def test_a_checkpoint_one_station_has_is_station_bound_and_counts_as_blocked() -
         ("missing-package", "error", "test_a.py::test_import", None),
     ]
     assert result.findings[0].message == (
-        "fixture `big_model` in conftest.py needs checkpoint:qwen3-27b, which only training has; it did not run "
-        "here on dev; 2 test(s) use it: test_a.py::test_big_1, test_a.py::test_big_2"
+        "needs checkpoint:qwen3-27b, which only training has; it did not run here on dev; "
+        "2 test(s) via conftest.py::big_model (2): test_a.py::test_big_1, test_a.py::test_big_2"
     )
     assert blocked_summary(result) == [
         "2 blocked: checkpoint:qwen3-27b only on training",
@@ -265,3 +267,62 @@ def test_nothing_blocked_leaves_the_result_alone_and_the_check_passes() -> None:
 
     assert result is genuine
     assert (outcome([result]).status, outcome([]).status) == ("pass", "undecided")
+
+
+def test_one_finding_per_requirement_names_its_holders_and_its_main_one_is_the_subject() -> None:
+    need = "E   LocalEntryNotFoundError: huggingface.co/org/model/resolve/main/config.json offline"
+    setup = "tests/test_gen.py::TestGen::setUpClass"
+    records = (
+        record("tests/test_utils.py::TestUtils::test_load", "failed", need),
+        *(record(f"tests/test_gen.py::TestGen::test_{i}", "error", need, fixture=setup) for i in range(3)),
+        record("tests/test_other.py::test_plain", "failed", need),
+        record(
+            "tests/test_tok.py::TestTok::test_one",
+            "failed",
+            "E   LocalEntryNotFoundError: huggingface.co/org/other/resolve/x",
+        ),
+    )
+
+    result = classify(package(records), fleet(), RULES)
+
+    found = [(f.check, f.subject, f.cause) for f in result.findings]
+    assert found == [
+        ("impossible-requirement", setup, setup),
+        ("impossible-requirement", "tests/test_tok.py::TestTok::test_one", None),
+    ]
+    assert result.findings[0].message == (
+        "needs hub:org/model, which no station has: it can never run; 5 test(s) via "
+        "tests/test_utils.py::TestUtils (1), tests/test_gen.py::TestGen::setUpClass (3), tests/test_other.py (1): "
+        "tests/test_utils.py::TestUtils::test_load, "
+        "tests/test_gen.py::TestGen::test_0, tests/test_gen.py::TestGen::test_1 (+2 more)"
+    )
+    # The per-test records (the JSON's blockers) stay one per test.
+    assert len(result.blockers) == 6 and result.blocked_by == {"hub:org/model": 5, "hub:org/other": 1}
+
+
+def test_a_module_that_cannot_import_a_package_is_one_missing_package_finding_not_also_a_package_error() -> None:
+    missing = "E   ModuleNotFoundError: No module named 'lm_eval'"
+    records = (
+        record("tests/test_eval.py", "error", missing),
+        record("tests/test_more.py", "error", missing),
+        record("tests/test_x.py::test_uses", "failed", missing),
+        record("tests/test_ok.py::test_ok", "passed"),
+    )
+    modules = ("tests/test_eval.py", "tests/test_more.py")
+    collect = [Finding("package-error", "error", m, f"pytest could not collect {m}: {missing}") for m in modules]
+    broken = Finding(
+        "package-error", "error", "tests/test_b.py", "pytest could not collect tests/test_b.py: SystemExit"
+    )
+    pkg = replace(package(records), findings=(*collect, broken))
+
+    result = classify(pkg, fleet(), RULES)
+
+    assert [(f.check, f.subject) for f in result.findings] == [
+        ("package-error", "tests/test_b.py"),
+        ("missing-package", "tests/test_eval.py"),
+    ]
+    assert result.findings[1].message == (
+        "cannot import lm_eval: not installed on station dev (fix the environment); "
+        "1 test(s) via tests/test_x.py (1): tests/test_x.py::test_uses; "
+        "2 module(s) not collected: tests/test_eval.py, tests/test_more.py"
+    )
