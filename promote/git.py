@@ -58,9 +58,14 @@ class Outcome:
         return lines[0] if lines else f"git exited with status {self.status}"
 
 
-def run_git(cwd: Path, *args: str, timeout: float | None = None) -> Outcome:
-    """Run `git ARGS...` in `cwd`; never raises on failure; on timeout, kill git and what it started."""
-    done = run_bounded(["git", *args], cwd=cwd, timeout=timeout, env={**os.environ, **_ENV})
+def run_git(cwd: Path, *args: str, timeout: float | None = None, remote: bool = False) -> Outcome:
+    """Run `git ARGS...` in `cwd`; never raises on failure; on timeout, kill git and what it started.
+
+    `remote` commands (talking to a mirror) also die, with everything they started, when promote dies:
+    an orphaned push would otherwise still move the mirror with nobody left to record it.
+    """
+    env = {**os.environ, **_ENV}
+    done = run_bounded(["git", *args], cwd=cwd, timeout=timeout, env=env, die_with_promote=remote)
     if done.status is None:
         return Outcome(-9, "", f"timeout: git {args[0]} did not complete in {timeout:g} s")
     return Outcome(done.status, done.stdout.decode("utf-8", "replace"), redact(done.stderr.decode("utf-8", "replace")))
@@ -83,8 +88,8 @@ class Repo:
         self.root = Path(top)
         self.shallow = shallow == "true"
 
-    def run(self, *args: str, timeout: float | None = None) -> Outcome:
-        return run_git(self.root, *args, timeout=timeout)
+    def run(self, *args: str, timeout: float | None = None, remote: bool = False) -> Outcome:
+        return run_git(self.root, *args, timeout=timeout, remote=remote)
 
     def out(self, *args: str) -> str:
         """Run a git command that must succeed and return its stdout."""
@@ -183,7 +188,8 @@ class Repo:
     # -- talking to mirrors ----------------------------------------------------
 
     def ls_remote(self, remote: str, branch: str, *, timeout: float) -> Outcome:
-        return self.run("ls-remote", "--heads", "--end-of-options", remote, f"refs/heads/{branch}", timeout=timeout)
+        args = ("ls-remote", "--heads", "--end-of-options", remote, f"refs/heads/{branch}")
+        return self.run(*args, timeout=timeout, remote=True)
 
     def fetch(self, remote: str, branch: str, dest: str, *, timeout: float) -> Outcome:
         """Fetch a mirror's branch into a private ref of ours (never a user's branch)."""
@@ -195,7 +201,7 @@ class Repo:
             "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", "--refmap=",
             "--no-recurse-submodules", "--end-of-options",
             remote, f"refs/heads/{branch}:{dest}",
-            timeout=timeout,
+            timeout=timeout, remote=True,
         )  # fmt: skip
 
     def push(self, remote: str, sha: str, branch: str, *, timeout: float) -> Outcome:
@@ -203,7 +209,7 @@ class Repo:
         return self.run(
             "push", "--porcelain", "--end-of-options",
             remote, f"{sha}:refs/heads/{branch}",
-            timeout=timeout,
+            timeout=timeout, remote=True,
         )  # fmt: skip
 
     def update_ref(self, ref: str, new: str, old: str) -> bool:

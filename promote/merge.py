@@ -9,6 +9,7 @@ from promote import journal
 from promote import mirrors as mirrors_mod
 from promote.check import BLOCKED, UNDECIDED, CheckResult, check
 from promote.git import Outcome, Repo
+from promote.mirrors import MirrorStatus
 from promote.workspace import Workspace
 
 MERGED = "merged"
@@ -20,6 +21,10 @@ REJECTED = "rejected"
 NOT_ATTEMPTED = "not-attempted"
 UNVERIFIED = "unverified"
 WOULD_ADVANCE = "would-advance"
+INTERRUPTED = "interrupted"
+
+# The journal entry written before each push; its completion is the "push" entry with the same id.
+INTENT = "push-intent"
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class MergeResult:
     mirrors: tuple[MirrorMerge, ...]
     local: str | None = None
     dry_run: bool = False
+    notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -62,12 +68,28 @@ class MergeResult:
             "dry_run": self.dry_run,
             "mirrors": [m.to_json() for m in self.mirrors],
             "local": self.local,
+            "notes": list(self.notes),
             "check": self.check.to_json(),
         }
 
 
-def _unchanged(result: CheckResult, status: str) -> tuple[MirrorMerge, ...]:
-    return tuple(MirrorMerge(m.name, m.head, m.head, status) for m in result.mirrors)
+def _unchanged(result: CheckResult) -> tuple[MirrorMerge, ...]:
+    """The mirrors as the check left them: nothing pushed; why not, for each that lacks the candidate."""
+    return tuple(
+        MirrorMerge(m.name, m.head, m.head, mirrors_mod.UP_TO_DATE)
+        if m.status == mirrors_mod.UP_TO_DATE
+        else MirrorMerge(m.name, m.head, m.head, NOT_ATTEMPTED, m.reason or f"{m.status}: not pushed")
+        for m in result.mirrors
+    )
+
+
+def _split(result: CheckResult) -> bool:
+    """True when some mirrors hold the candidate and others are known not to: the fleet disagrees."""
+    holds = any(m.status == mirrors_mod.UP_TO_DATE for m in result.mirrors)
+    lacks = any(
+        m.status in (mirrors_mod.FAST_FORWARD, mirrors_mod.DIVERGED, mirrors_mod.MISSING) for m in result.mirrors
+    )
+    return holds and lacks
 
 
 def _verify(ws: Workspace, names: list[str]) -> dict[str, str | None]:
@@ -81,29 +103,96 @@ def _verify(ws: Workspace, names: list[str]) -> dict[str, str | None]:
         return dict(zip(names, pool.map(head, names), strict=True))
 
 
-def _push_all(ws: Workspace, result: CheckResult) -> list[MirrorMerge]:
-    """Push to each mirror in turn; stop at the first refusal and leave the rest untouched."""
-    cfg, sha = ws.config, result.candidate
+def _read_back(m: MirrorStatus, sha: str, pushed: Outcome, now: str | None, unread: str | None) -> MirrorMerge:
+    """What the push did, judged by what the mirror holds now, not by git's exit code."""
+    said = "pushed" if pushed.ok else _push_reason(pushed)
+    if now == sha:
+        # A push that timed out (a slow hook) may well have landed: the mirror is the record.
+        reason = None if pushed.ok else f"git said {said!r}, but {m.name} holds the candidate"
+        return MirrorMerge(m.name, m.head, sha, ADVANCED, reason)
+    if unread is not None:
+        why = f"{said}; {m.name} could not be read back ({unread}): it may hold the candidate"
+        return MirrorMerge(m.name, m.head, None, UNVERIFIED, why)
+    if pushed.ok:
+        return MirrorMerge(m.name, m.head, now, UNVERIFIED, f"{m.name} reports {now} after the push")
+    return MirrorMerge(m.name, m.head, now, REJECTED, said)
+
+
+def _push_one(ws: Workspace, m: MirrorStatus, sha: str, run: str) -> tuple[MirrorMerge, str | None]:
+    """Journal the intent, push, read the mirror back, journal what it holds; (result, journal error)."""
+    cfg, root = ws.config, ws.repo.root
+    entry = {
+        "id": f"{run}/{m.name}",
+        "mirror": m.name,
+        "url": m.url,
+        "trunk": cfg.trunk,
+        "before": m.head,
+        "candidate": sha,
+    }
+    # Written (and fsynced) before the push: a merge killed mid-push leaves this for the next run to settle.
+    journal.append(root, {"op": INTENT, **entry})
+    pushed = ws.repo.push(m.name, sha, cfg.trunk, timeout=cfg.mirror_timeout_s)
+    now, unread = mirrors_mod.read_head(ws.repo, m.name, cfg.trunk, timeout=cfg.mirror_timeout_s)
+    done = _read_back(m, sha, pushed, now, unread)
+    try:
+        journal.append(root, {"op": "push", **entry, "status": done.status, "after": done.after, "reason": done.reason})
+    except journal.StateError as e:
+        return done, str(e)
+    return done, None
+
+
+def _push_all(ws: Workspace, result: CheckResult) -> tuple[list[MirrorMerge], str | None]:
+    """Push to each mirror in turn; stop at the first that did not take it (or a journal failure)."""
+    sha, run = result.candidate, journal.new_run_id()
     done: list[MirrorMerge] = []
-    stopped = False
+    stop: str | None = None
+    failed: str | None = None
     for m in result.mirrors:
         if m.status == mirrors_mod.UP_TO_DATE:
             done.append(MirrorMerge(m.name, m.head, m.head, mirrors_mod.UP_TO_DATE))
             continue
-        if stopped:
-            done.append(MirrorMerge(m.name, m.head, m.head, NOT_ATTEMPTED))
+        if stop is not None:
+            done.append(MirrorMerge(m.name, m.head, m.head, NOT_ATTEMPTED, stop))
             continue
-        pushed = ws.repo.push(m.name, sha, cfg.trunk, timeout=cfg.mirror_timeout_s)
-        status = ADVANCED if pushed.ok else REJECTED
-        reason = None if pushed.ok else _push_reason(pushed)
-        done.append(MirrorMerge(m.name, m.head, sha if pushed.ok else m.head, status, reason))
-        journal.append(
-            ws.repo.root,
-            {"op": "push", "mirror": m.name, "url": m.url, "trunk": cfg.trunk, "before": m.head,
-             "candidate": sha, "status": status, "reason": reason},
-        )  # fmt: skip
-        stopped = not pushed.ok
-    return done
+        try:
+            merged, failed = _push_one(ws, m, sha, run)
+        except journal.StateError as e:
+            if not any(d.status != mirrors_mod.UP_TO_DATE for d in done):
+                raise  # nothing pushed yet: stop with the one-line error
+            failed = str(e)
+            done.append(MirrorMerge(m.name, m.head, m.head, NOT_ATTEMPTED, "the journal could not be written"))
+            stop = "not pushed: the journal could not be written"
+            continue
+        done.append(merged)
+        if failed is not None:
+            stop = "not pushed: the journal could not be written"
+        elif merged.status != ADVANCED:
+            stop = f"not pushed: {m.name} did not take the candidate"
+    return done, failed
+
+
+def settle(ws: Workspace) -> list[str]:
+    """Close every push a killed merge left open, with what that mirror holds now; what was settled."""
+    root, timeout = ws.repo.root, ws.config.mirror_timeout_s
+    entries = journal.read(root)
+    closed = {e.get("id") for e in entries if e.get("op") == "push"}
+    said = []
+    for e in entries:
+        if e.get("op") != INTENT or e.get("id") in closed:
+            continue
+        name, trunk, before, sha = (str(e.get(k)) for k in ("mirror", "trunk", "before", "candidate"))
+        now, unread = mirrors_mod.read_head(ws.repo, name, trunk, timeout=timeout)
+        if unread is not None:
+            said.append(f"{name}: an interrupted push is still unsettled: {name} could not be read ({unread})")
+            continue  # left open: the next run reads it again
+        status = ADVANCED if now == sha else INTERRUPTED
+        held = (now or "no branch")[:7]
+        what = "the candidate" if now == sha else "not the candidate"
+        note = f"settled after an interrupted merge: {name} holds {held} ({what})"
+        entry = {k: v for k, v in e.items() if k not in ("op", "time")}
+        journal.append(root, {"op": "push", **entry, "status": status, "after": now, "reason": note})
+        said.append(f"{name}: {note}; before it was {before[:7]}")
+    return said
 
 
 def _push_reason(outcome: Outcome) -> str:
@@ -136,50 +225,74 @@ def _fast_forward_local(repo: Repo, trunk: str, sha: str) -> str:
     return f"local {trunk} fast-forwarded {(local or '')[:7]} to {sha[:7]}"
 
 
+def _as_now(m: MirrorMerge, head: str | None, sha: str) -> MirrorMerge:
+    """One mirror's record corrected by what it holds now (None: it could not be read)."""
+    if head == m.after:
+        return m
+    if head == sha:
+        if m.status in (ADVANCED, mirrors_mod.UP_TO_DATE, UNVERIFIED):
+            return MirrorMerge(m.name, m.before, sha, ADVANCED if m.status == UNVERIFIED else m.status)
+        return MirrorMerge(
+            m.name, m.before, sha, m.status, f"{m.reason}; it holds the candidate now, pushed by another"
+        )
+    if m.status in (ADVANCED, mirrors_mod.UP_TO_DATE):
+        return MirrorMerge(
+            m.name, m.before, head, UNVERIFIED, f"{m.name} reports {head or 'nothing readable'} after the push"
+        )
+    return MirrorMerge(m.name, m.before, m.after if head is None else head, m.status, m.reason)
+
+
+def _verdict(mirrors: tuple[MirrorMerge, ...], sha: str) -> str:
+    """Judged by what the mirrors hold after the pushes, whoever put it there."""
+    if all(m.after == sha for m in mirrors):
+        return MERGED
+    # Any mirror holding the candidate while another does not is a split fleet; so is one nobody can read
+    # after a push to it: "nothing pushed" cannot be promised then.
+    if any(m.after == sha or m.status == UNVERIFIED for m in mirrors):
+        return PARTIAL
+    return BLOCKED
+
+
+def _dry_run(result: CheckResult) -> tuple[MirrorMerge, ...]:
+    return tuple(
+        MirrorMerge(m.name, m.head, m.head, m.status if m.status == mirrors_mod.UP_TO_DATE else WOULD_ADVANCE)
+        for m in result.mirrors
+    )
+
+
 def merge(ws: Workspace, candidate: str | None = None, *, dry_run: bool = False) -> MergeResult:
-    """Verify every mirror fresh, then fast-forward each one to the candidate, without force."""
-    cfg = ws.config
+    """Verify every mirror fresh, then fast-forward each one to the candidate, without force.
+
+    Raises StateError (exit 2) before any push when the journal cannot be written.
+    """
+    cfg, root = ws.config, ws.repo.root
+    notes: list[str] = []
+    if not dry_run:
+        journal.writable(root)
+        # Before anything else: a killed merge's open push is settled with what that mirror holds now.
+        notes += settle(ws)
     result = check(ws, candidate)
     sha = result.candidate
 
     def finish(verdict: str, mirrors: tuple[MirrorMerge, ...], local: str | None = None) -> MergeResult:
-        return MergeResult(verdict, sha, cfg.trunk, result, mirrors, local, dry_run)
+        return MergeResult(verdict, sha, cfg.trunk, result, mirrors, local, dry_run, tuple(notes))
 
+    if not result.mirrors:
+        return finish(UNDECIDED, ())
     if result.verdict in (BLOCKED, UNDECIDED):
-        return finish(result.verdict, _unchanged(result, NOT_ATTEMPTED))
+        return finish(PARTIAL if _split(result) else result.verdict, _unchanged(result))
     if dry_run:
-        return finish(
-            WOULD_MERGE,
-            tuple(
-                MirrorMerge(
-                    m.name,
-                    m.head,
-                    m.head,
-                    m.status if m.status == mirrors_mod.UP_TO_DATE else WOULD_ADVANCE,
-                )
-                for m in result.mirrors
-            ),
-        )
-    pushed = _push_all(ws, result)
-    # Trust no push report: read every mirror back and compare with the candidate.
+        return finish(WOULD_MERGE, _dry_run(result))
+    pushed, failed = _push_all(ws, result)
+    if failed is not None:
+        notes.append(f"{failed}; the mirrors' record is in this report only")
+    # Every mirror read back once more: one that moved after our push (or on its own) counts as it is now.
     now = _verify(ws, [m.name for m in pushed])
-    verified = tuple(
-        MirrorMerge(m.name, m.before, now[m.name], m.status, m.reason)
-        if now[m.name] == sha or m.status in (REJECTED, NOT_ATTEMPTED)
-        else MirrorMerge(
-            m.name,
-            m.before,
-            now[m.name],
-            UNVERIFIED,
-            f"{m.name} reports {now[m.name]} after the push",
-        )
-        for m in pushed
-    )
-    if all(m.after == sha for m in verified):
-        local = _fast_forward_local(ws.repo, cfg.trunk, sha)
-        journal.append(ws.repo.root, {"op": "merge", "trunk": cfg.trunk, "candidate": sha, "verdict": MERGED})
-        return finish(MERGED, verified, local)
-    advanced = any(m.status in (ADVANCED, UNVERIFIED) for m in verified)
-    verdict = PARTIAL if advanced else BLOCKED
-    journal.append(ws.repo.root, {"op": "merge", "trunk": cfg.trunk, "candidate": sha, "verdict": verdict})
-    return finish(verdict, verified)
+    verified = tuple(_as_now(m, now[m.name], sha) for m in pushed)
+    verdict = _verdict(verified, sha)
+    local = _fast_forward_local(ws.repo, cfg.trunk, sha) if verdict == MERGED else None
+    try:
+        journal.append(root, {"op": "merge", "trunk": cfg.trunk, "candidate": sha, "verdict": verdict})
+    except journal.StateError as e:
+        notes.append(str(e))
+    return finish(verdict, verified, local)

@@ -32,13 +32,17 @@ def test_merge_fast_forwards_every_mirror_and_the_reflogs_prove_it(fleet: Fleet)
         "all 4 mirrors agree; each verified an ancestor first",
     ]
     journal = [json.loads(x) for x in (fleet.work / ".promote" / "journal.jsonl").read_text().splitlines()]
+    # Each push: its intent first (written before git runs), then its completion with what was read back.
     assert [(e["op"], e.get("mirror"), e.get("status")) for e in journal] == [
-        ("push", "origin", "advanced"),
-        ("push", "mini", "advanced"),
-        ("push", "station", "advanced"),
-        ("push", "laptop", "advanced"),
+        *[
+            step
+            for name in ("origin", "mini", "station", "laptop")
+            for step in (("push-intent", name, None), ("push", name, "advanced"))
+        ],
         ("merge", None, None),
     ]
+    assert all(e["after"] == candidate for e in journal if e["op"] == "push")
+    assert all(e["before"] == old and e["candidate"] == candidate for e in journal if e["op"] == "push-intent")
     assert journal[-1]["verdict"] == "merged"
     assert git(fleet.work, "status", "--porcelain") == "", ".promote/ must not show as untracked"
 
@@ -140,9 +144,16 @@ def test_pre_receive_hook_refusal_is_partial_and_a_rerun_completes(fleet: Fleet)
         f"  mini: advanced {old[:7]} -> {candidate[:7]}",
         f"  station: rejected {old[:7]} -> {old[:7]} "
         "([remote rejected] (pre-receive hook declined): frozen for release)",
-        f"  laptop: not-attempted {old[:7]} -> {old[:7]}",
+        f"  laptop: not-attempted {old[:7]} -> {old[:7]} (not pushed: station did not take the candidate)",
         "reconcile the refused mirror(s), then rerun `promote merge` to resume",
     ]
+
+    # The hook still refuses: the mirrors are still split, so the rerun is partial again, not blocked.
+    again = run(fleet.work, "merge")
+    assert again.exit_code == 4, again.output
+    assert again.stdout.splitlines()[0].startswith("partial: ")
+    assert "station: rejected" in again.stdout and "frozen for release" in again.stdout
+    assert [fleet.head(m) for m in fleet.mirrors] == [candidate, candidate, old, old]
 
     hook.unlink()
     rerun = run(fleet.work, "merge")
