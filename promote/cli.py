@@ -6,6 +6,7 @@ import gc
 import json
 import sys
 import threading
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -171,7 +172,11 @@ def merge(obj: Context, candidate: str | None, dry_run: bool, as_json: bool) -> 
     from promote.merge import merge as run_merge
     from promote.render import merge_record
 
-    result = run_merge(obj.workspace(), candidate, dry_run=dry_run)
+    ws = obj.workspace()
+    with hold_lock(ws.config.root):
+        result = run_merge(ws, candidate, dry_run=dry_run)
+    for note in result.notes:
+        click.echo(f"promote: {note}", err=True)
     emit(result.to_json(), merge_record(result), as_json=as_json)
     sys.exit(EXIT_CODES[result.verdict])
 
@@ -197,7 +202,8 @@ def test_command(obj: Context, package: str | None, as_json: bool) -> None:
 
         commit.append(head_commit(config))
 
-    result = run_tests(config, package=package, on_progress=progress.update, meanwhile=meanwhile)
+    with hold_lock(config.root):
+        result = run_tests(config, package=package, on_progress=progress.update, meanwhile=meanwhile)
     progress.close()
     from promote.store import record_test_run
     from promote.testreport import run_report
@@ -256,7 +262,9 @@ def audit(obj: Context, publish: bool, push: bool, as_json: bool) -> None:
     if push and not publish:
         raise UsageError("--push only makes sense with --publish")
     progress = LiveProgress(live=sys.stderr.isatty())
-    result = run_audit(obj.workspace(), command=command_line(), publish=publish, push=push, on_progress=progress.update)
+    ws = obj.workspace()
+    with hold_lock(ws.config.root):
+        result = run_audit(ws, command=command_line(), publish=publish, push=push, on_progress=progress.update)
     progress.close()
     emit(result.to_json(), audit_report(result), as_json=as_json)
     sys.exit(AUDIT_EXIT[result.verdict])
@@ -280,6 +288,13 @@ def history(obj: Context, run_id: str | None, limit: int, as_json: bool) -> None
 def command_line() -> str:
     """How promote was invoked, for provenance (arguments only: nothing from the environment)."""
     return " ".join(["promote", *sys.argv[1:]])
+
+
+def hold_lock(root: Path) -> AbstractContextManager[Path]:
+    """One merge, test or audit at a time in this repository (see promote/lock.py)."""
+    from promote.lock import hold
+
+    return hold(root, command_line())
 
 
 def load_config_of(obj: Context) -> Config:
