@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from promote.findings import Finding
@@ -60,6 +62,7 @@ class PackageResult:
     verdicts: tuple[Verdict, ...] = ()
     blocked_tests: tuple[str, ...] = ()  # ids of the tests counted as blocked
     blockers: tuple[Blocked, ...] = ()  # why each of them is blocked
+    random_draws_restored: int = 0  # tests that only drew from MLX's global generator: key put back, no finding
 
     @property
     def passed(self) -> int:
@@ -130,6 +133,7 @@ class PackageResult:
                 for v in self.verdicts
             ],
             "blockers": [b.to_json() for b in self.blockers],
+            "random_draws_restored": self.random_draws_restored,
         }
 
 
@@ -184,18 +188,67 @@ def timeout_finding(nodeid: str, limit: float | None) -> Finding:
     )
 
 
-def process_finding(name: str, done: ProcessOutcome, ran_tests: bool) -> Finding | None:
-    """A pytest that could not run its part of the package (collection or usage error) says why."""
-    if done.status in (0, 1) or (done.status == 5 and (done.part == "serial" or ran_tests)):
+def process_finding(name: str, done: ProcessOutcome, ran_tests: bool, failures: bool = True) -> Finding | None:
+    """A pytest that could not run its part of the package, or ended as its records do not explain, says why.
+
+    `failures`: whether the part recorded a failure, an error or a crash (what a status 1 means).
+    """
+    if (
+        done.status == 0
+        or (done.status == 1 and failures)
+        or (done.status == 5 and (done.part == "serial" or ran_tests))
+    ):
         return None
     if done.status == 5:
-        return Finding("package-error", "error", name, f"pytest collected no tests in this package (log: {done.log})")
-    text = done.log.read_text(encoding="utf-8", errors="replace") if done.log.exists() else ""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    # The telling line is the last exception or error pytest printed, not its traceback frames.
-    telling = [ln for ln in lines if "Error" in ln or ln.startswith(("E ", "ERROR", "error:"))]
-    why = (telling or lines or ["no output"])[-1][:300]
+        return Finding("package-error", "error", name, f"no tests ran: pytest collected no tests (log: {done.log})")
+    why = telling_line(done.log)
+    if done.status == 1:
+        ran = "" if ran_tests else " and ran no test"
+        message = f"pytest exited with status 1 but recorded no failure{ran}: {why} (log: {done.log})"
+        return Finding("package-error", "error", name, message)
     return Finding("package-error", "error", name, f"pytest exited with status {done.status}: {why} (log: {done.log})")
+
+
+def telling_line(log: Path) -> str:
+    """The line of a pytest log that says what went wrong: the last exception or error it printed."""
+    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    # Not its traceback frames: an interpreter without pytest says only "No module named pytest".
+    telling = [ln for ln in lines if "Error" in ln or ln.startswith(("E ", "ERROR", "error:"))]
+    return (telling or lines or ["no output"])[-1][:300]
+
+
+def unseen_finding(name: str, out_dir: Path, findings: list[Finding], status: int) -> list[Finding]:
+    """`findings` with a package-error saying that no test ran (and how many the previous run ran)."""
+    before = previous_total(out_dir)
+    note = f"; the previous run ({before[0]}) ran {before[1]} test(s)" if before else ""
+    mine = next((f for f in findings if f.check == "package-error" and f.subject == name), None)
+    if mine is None:
+        message = f"no test ran: pytest exited with status {status} and recorded nothing{note}"
+        return [*findings, Finding("package-error", "error", name, message)]
+    if not note or status not in range(6):
+        # Beyond pytest's own statuses, the station's report (promote.runners.remote_faults) replaces this one.
+        return findings
+    return [replace(f, message=f.message + note) if f is mine else f for f in findings]
+
+
+def previous_total(out_dir: Path, look_back: int = 50) -> tuple[str, int] | None:
+    """(run id, tests counted) of the newest earlier run of this package that ran any test."""
+    run = out_dir.parent
+    try:
+        earlier = sorted((d for d in run.parent.iterdir() if d.name < run.name), reverse=True)[:look_back]
+    except OSError:
+        return None
+    for d in earlier:
+        try:
+            stored = json.loads((d / "run.json").read_text(encoding="utf-8"))
+            pkg = next(p for p in stored["packages"] if p["name"] == out_dir.name)
+            total = sum(int(pkg.get(k, 0)) for k in (*COUNTED, "blocked", "crashed"))
+        except (OSError, ValueError, KeyError, TypeError, StopIteration):
+            continue
+        if total:
+            return d.name, total
+    return None
 
 
 def summarize(
@@ -206,8 +259,11 @@ def summarize(
     findings: list[Finding] = []
     lost: list[tuple[str, str]] = []
     timed_out: set[str] = set()
+    failing: list[bool] = []  # per part: whether its records explain a status 1
+    draws = 0
     for done in parts:
         workers = read_all_results(done.out_dir)
+        draws += sum(w.random_draws_restored for w in workers)
         saved_tests, saved_findings = recovered(done.out_dir, {w.worker for w in workers})
         part_tests = [t for w in workers for t in w.tests] + saved_tests
         finished = {t.nodeid for t in part_tests}
@@ -216,15 +272,23 @@ def summarize(
         lost += [(n, f"{done.part}/{w}") for n, w in died if n not in finished]
         tests += part_tests
         findings += [f for w in workers for f in w.findings] + saved_findings
+        bad = any(t.outcome in ("failed", "error") for t in part_tests)
+        failing.append(bad or bool(died) or bool(done.timed_out))
     tests, collection_errors = _collection_errors(tests)
     findings += [
-        Finding("package-error", "error", t.nodeid, f"pytest could not collect {t.nodeid}: {_last_line(t.longrepr)}")
+        Finding("package-error", "error", t.nodeid, f"pytest could not collect {t.nodeid}: {_cause(t.longrepr)}")
         for t in collection_errors
     ]
     crashed = [(n, w) for n, w in lost if n not in timed_out]
     findings += [crash_finding(n, w) for n, w in crashed]
     findings += [timeout_finding(n, timeout_s) for n in sorted(timed_out)]
-    findings += [f for done in parts if (f := process_finding(name, done, bool(tests or lost))) is not None]
+    ran = bool(tests or lost)
+    findings += [
+        f for done, bad in zip(parts, failing, strict=True) if (f := process_finding(name, done, ran, bad)) is not None
+    ]
+    if not ran:
+        # Nothing unseen is a pass: a package that recorded no test is not green, whatever pytest's status.
+        findings = unseen_finding(name, out_dir, findings, max(done.status for done in parts))
     # A test that died or was killed is counted once, as crashed or failed, whatever xdist reported for it.
     gone = {n for n, _ in lost}
     counted = [t for t in tests if t.nodeid not in gone]
@@ -243,6 +307,7 @@ def summarize(
         command=parts[0].command,
         counts=dict(counts),
         subtests=dict(Counter(t.outcome for t in counted if t.parent is not None)),
+        random_draws_restored=draws,
     )
 
 
@@ -259,9 +324,16 @@ def _collection_errors(tests: list[TestRecord]) -> tuple[list[TestRecord], list[
     return kept, list(errors.values())
 
 
-def _last_line(text: str | None) -> str:
+_FRAME = re.compile(r"^(?P<where>[^\s<][^:]*\.py:\d+): in ", re.MULTILINE)
+
+
+def _cause(text: str | None) -> str:
+    """A collection error's exception line, and the package's own line that raised it."""
     lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else "no details"
+    last = re.sub(r"^E\s+", "", lines[-1])[:300] if lines else "no details"
+    # Frames of pytest, importlib and installed packages are not the package's: the last of the others raised.
+    frames = [m["where"] for m in _FRAME.finditer(text or "") if "-packages/" not in m["where"]]
+    return f"{last} ({frames[-1]})" if frames else last
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
