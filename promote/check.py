@@ -92,7 +92,10 @@ def verdict_of(
     # Blocked wins over undecided: one diverged mirror blocks whatever the unreachable ones hold.
     if any(f.severity == "error" for f in findings):
         return BLOCKED
-    if any(m.status == mirrors_mod.UNREACHABLE for m in statuses) or isinstance(drift, DriftUndecided):
+    # No mirror configured (`mirrors = []`): nothing was verified, so nothing can be called promotable.
+    if not statuses or any(m.status == mirrors_mod.UNREACHABLE for m in statuses):
+        return UNDECIDED
+    if isinstance(drift, DriftUndecided):
         return UNDECIDED
     return PROMOTABLE
 

@@ -86,7 +86,7 @@ class Config:
     path: Path
     prefix: str
     trunk: str
-    mirrors: tuple[str, ...]
+    mirrors: tuple[str, ...] | None  # None: not configured, every git remote is a mirror
     deployed: str | None = None
     deployed_command: tuple[str, ...] | None = None
     deployed_since_command: tuple[str, ...] | None = None

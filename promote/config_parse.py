@@ -131,8 +131,9 @@ class Parser:
              "max_reruns", "packages", "stations", "ci", "docs", "requirements"},
         )  # fmt: skip
         trunk = self.required(tbl, "trunk", p, "a branch name")
-        mirrors = self.get(tbl, "mirrors", p, _is_str_list, "a list of git remote names", [])
-        if len(set(mirrors)) != len(mirrors):
+        # Absent: every remote is a mirror (None); an explicit [] means none, and merging is undecided.
+        mirrors = self.get(tbl, "mirrors", p, _is_str_list, "a list of git remote names", None)
+        if mirrors is not None and len(set(mirrors)) != len(mirrors):
             raise self.fail(f"{p}.mirrors", "each remote at most once", mirrors)
         if "deployed" in tbl and "deployed_command" in tbl:
             both = f"either {p}.deployed or {p}.deployed_command, not both"
@@ -142,7 +143,7 @@ class Parser:
             path=self.path,
             prefix=p,
             trunk=trunk,
-            mirrors=tuple(mirrors),
+            mirrors=None if mirrors is None else tuple(mirrors),
             deployed=self.get(tbl, "deployed", p, _is_str, "a branch, tag or commit", None),
             deployed_command=self.command(tbl, "deployed_command", p),
             deployed_since_command=self.command(tbl, "deployed_since_command", p),

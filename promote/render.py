@@ -48,7 +48,10 @@ def check_report(r: CheckResult) -> str:
     for m in r.mirrors:
         note = m.reason or ""
         rows.append([m.name, m.status, (m.head or "-")[:7], _num(m.behind), _num(m.discard), note])
-    lines += table(["MIRROR", "STATUS", "HEAD", "BEHIND", "DISCARD", ""], rows)
+    if rows:
+        lines += table(["MIRROR", "STATUS", "HEAD", "BEHIND", "DISCARD", ""], rows)
+    else:
+        lines.append("no mirrors configured: nothing to verify")
     for m in r.mirrors:
         for c in m.discard_commits:
             lines.append(f"  {m.name} would lose {c.short} {c.subject} ({c.author})")

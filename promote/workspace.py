@@ -20,7 +20,7 @@ class Workspace:
 
     def mirror_urls(self) -> dict[str, str]:
         """The configured mirrors, in configuration order, with their (redacted) URLs."""
-        return {m: self.urls[m] for m in self.config.mirrors}
+        return {m: self.urls[m] for m in self.config.mirrors or ()}
 
 
 def open_workspace(start: Path, config_path: Path | None = None) -> Workspace:
@@ -34,11 +34,11 @@ def open_workspace(start: Path, config_path: Path | None = None) -> Workspace:
     urls = repo.remote_urls()
     remotes = sorted(urls)
     key = f"{config.prefix}.mirrors"
-    if not config.mirrors:
+    if config.mirrors is None:
         if not remotes:
             raise ConfigError(f"{config.path}: {key}: no mirrors configured and the repository has no remotes")
         config = replace(config, mirrors=tuple(remotes))
-    for mirror in config.mirrors:
+    for mirror in config.mirrors or ():
         if mirror not in remotes:
             known = ", ".join(remotes) or "none"
             raise ConfigError(f"{config.path}: {key}: {mirror!r} is not a git remote of {repo.root} (remotes: {known})")

@@ -171,3 +171,33 @@ def test_a_mirror_that_hangs_is_unreachable_after_the_timeout(fleet: Fleet) -> N
     assert laptop["status"] == "unreachable"
     assert "did not complete in 1" in laptop["reason"]
     assert {m["status"] for m in report["mirrors"] if m["name"] != "laptop"} == {"fast-forward"}
+
+
+def test_explicit_empty_mirrors_is_undecided_for_check_merge_and_the_merged_gate(fleet: Fleet) -> None:
+    (fleet.work / "promote.toml").write_text('[promote]\ntrunk = "main"\nmirrors = []\n')
+    commit(fleet.work, "feature")
+    before = fleet.refs()
+
+    code, report = run_json(fleet.work, "check")
+    assert (code, report["verdict"], report["mirrors"]) == (3, "undecided", [])
+    human = run(fleet.work, "check")
+    assert human.exit_code == 3
+    assert "no mirrors configured: nothing to verify" in human.stdout.splitlines()
+
+    code, merged = run_json(fleet.work, "merge")
+    assert (code, merged["verdict"], merged["mirrors"]) == (3, "undecided", [])
+    assert fleet.refs() == before, "nothing may be pushed when no mirror is configured"
+
+    code, audited = run_json(fleet.work, "audit")
+    assert code == 3
+    assert audited["gates"]["merged"] == {"status": "undecided", "evidence": ["no mirrors configured"]}
+    # The other gates are still decided from what they read.
+    assert audited["gates"]["deployed"]["status"] == "undecided"
+    assert fleet.refs() == before
+
+
+def test_absent_mirrors_still_means_every_remote(fleet: Fleet) -> None:
+    (fleet.work / "promote.toml").write_text('[promote]\ntrunk = "main"\n')
+    code, report = run_json(fleet.work, "check")
+    assert code == 0
+    assert sorted(m["name"] for m in report["mirrors"]) == ["laptop", "mini", "origin", "station"]
