@@ -20,6 +20,8 @@ class LeakWatch:
         self.elapsed_ns = 0
         self.tests = 0
         self.carried: dict[str, object] | None = None
+        # Per probe: how many tests changed it only by ordinary use, restored without a finding.
+        self.ordinary: dict[str, int] = {}
 
     def before_test(self) -> dict[str, object]:
         """The state as a test starts: the last test's unchanged after-state, else a snapshot."""
@@ -59,13 +61,23 @@ class LeakWatch:
             baseline[name] = post[name]
 
     def check(self, nodeid: str, before: dict[str, object]) -> Finding | None:
-        """Compare now against `before`; restore if the policy says so; describe what leaked."""
+        """Compare now against `before`; restore if the policy says so; describe what leaked (one finding)."""
         self.tests += 1
         after = self.snapshot()
         start = time.perf_counter_ns()
         changed = {} if _equal(before, after) else self.diff(before, after)
         if not changed:
             self.carried = after
+            self.elapsed_ns += time.perf_counter_ns() - start
+            return None
+        quiet = self._ordinary(before, after, changed)
+        if quiet and self.restore:
+            restored, _ = self._restore(before, quiet)
+            for name in restored:
+                self.ordinary[name] = self.ordinary.get(name, 0) + 1
+            # A quiet change that could not be put back is a leak after all.
+            changed.update({name: changes for name, changes in quiet.items() if name not in restored})
+        if not changed:
             self.elapsed_ns += time.perf_counter_ns() - start
             return None
         restored, failed = self._restore(before, changed) if self.restore else ([], [])
@@ -84,6 +96,22 @@ class LeakWatch:
         severity: Severity = "warning" if self.restore and not failed else "error"
         message = f"changed global state and did not put it back: {keys} ({what})"
         return Finding("leaked-state", severity, nodeid, message, cause=nodeid)
+
+    def _ordinary(
+        self, before: dict[str, object], after: dict[str, object], changed: dict[str, list[Change]]
+    ) -> dict[str, list[Change]]:
+        """Take out of `changed` the probes whose change their `ordinary` calls ordinary use."""
+        quiet = {}
+        for p in self.probes:
+            if p.ordinary is None or p.name not in changed:
+                continue
+            try:
+                ordinary = p.ordinary(before[p.name], after[p.name])
+            except Exception:
+                ordinary = False
+            if ordinary:
+                quiet[p.name] = changed.pop(p.name)
+        return quiet
 
     def _restore(self, before: dict[str, object], changed: dict[str, list[Change]]) -> tuple[list[str], list[str]]:
         restored, failed = [], []

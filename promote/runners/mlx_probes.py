@@ -10,9 +10,8 @@ MLX 0.32 has no getter for some of it, and reading by behaviour costs per test, 
   The memory limit has a getter and is read each time.
 - `untracked()` re-reads compile and the limits for real at session end: a change made behind
   the wrappers (a function imported before the plugin loaded, C++ code) is reported, not hidden.
-- random state: `mx.random.state[0]` is an immutable key array, compared by identity first and
-  by value only when a test replaced it; restored with `mx.random.seed`, which takes the key's
-  two 32-bit words as one 64-bit seed.
+- random state: see promote/runners/mlx_random.py. Drawing numbers is ordinary use, restored
+  without a finding and counted; seeding, rebinding or replacing the key is a leak.
 """
 
 from __future__ import annotations
@@ -22,7 +21,10 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from promote.runners.mlx_random import RandomTracker
 from promote.runners.probes import Probe
+
+RANDOM_PROBE = "mlx.random.state"
 
 
 class _Patches:
@@ -33,16 +35,24 @@ class _Patches:
 
     def wrap(self, module: ModuleType, name: str, after: Callable[[tuple[Any, ...]], None]) -> None:
         """Replace `module.name` with a wrapper that calls it, then `after(args)`."""
+
+        def make(original: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(original)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                result = original(*args, **kwargs)
+                after(args)
+                return result
+
+            return wrapper
+
+        self.replace(module, name, make)
+
+    def replace(self, module: ModuleType, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        """Replace `module.name` with `make(original)`."""
         original = getattr(module, name, None)
         if original is None:
             return
-
-        @functools.wraps(original)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            after(args)
-            return result
-
+        wrapper = make(original)
         setattr(module, name, wrapper)
         self.applied.append((module, name, original, wrapper))
 
@@ -104,32 +114,6 @@ class _Limit:
         self.value = value
 
 
-class RandomKey:
-    """The global random key, equal to another when it is the same array or has the same words."""
-
-    def __init__(self, key: Any) -> None:
-        self.key = key
-
-    def words(self) -> tuple[int, int]:
-        """The key's two uint32 words (evaluates the key)."""
-        hi, lo = self.key.tolist()
-        return int(hi), int(lo)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RandomKey):
-            return NotImplemented
-        return self.key is other.key or self.words() == other.words()
-
-    def __hash__(self) -> int:
-        return id(self.key)
-
-    def __repr__(self) -> str:
-        try:
-            return f"key{list(self.words())}"
-        except Exception as e:
-            return f"<key unreadable: {e}>"
-
-
 class MlxProbes:
     """The MLX probes for `mx` (mlx.core); `uninstall()` puts the wrapped functions back."""
 
@@ -146,8 +130,7 @@ class MlxProbes:
             "cache_limit": _Limit(modules, "set_cache_limit", memory, self.patches),
             "wired_limit": _Limit(modules, "set_wired_limit", 0, self.patches),
         }
-        # seed() and every draw replace the key inside this same object.
-        self.random_state = mx.random.state
+        self.random = RandomTracker(mx, self.patches.replace)
 
     def probes(self) -> list[Probe]:
         """Default device, default streams, compile, memory limits, random state."""
@@ -157,7 +140,13 @@ class MlxProbes:
             Probe("mlx.default_stream", self._streams, self._restore_streams),
             Probe("mlx.compile_enabled", lambda: self.compile.value, self._restore_compile),
             Probe("mlx.memory", self._memory, self._restore_memory),
-            Probe("mlx.random.state", lambda: RandomKey(self.random_state[0]), self._restore_key),
+            Probe(
+                RANDOM_PROBE,
+                self.random.snapshot,
+                self.random.restore,
+                self.random.changes,
+                ordinary=self.random.drew_only,
+            ),
         ]
 
     def untracked(self) -> list[str]:
@@ -188,10 +177,6 @@ class MlxProbes:
         self.mx.set_memory_limit(before["memory_limit"])
         for name, limit in self.limits.items():
             limit.restore(before[name])
-
-    def _restore_key(self, before: RandomKey) -> None:
-        hi, lo = before.words()
-        self.mx.random.seed((hi << 32) | lo)
 
     def uninstall(self) -> None:
         """Put the wrapped MLX functions back as they were."""

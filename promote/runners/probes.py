@@ -2,7 +2,7 @@
 
 A probe is a name, a `snapshot()` and (optionally) a `restore(value)`. Projects add their own
 through the entry point group `promote.probes`: the entry point names a probe (any object with
-`name`, `snapshot` and optionally `restore` / `diff`) or a callable that returns one or a list.
+`name`, `snapshot` and optionally `restore` / `diff` / `ordinary`) or a callable that returns one or a list.
 """
 
 from __future__ import annotations
@@ -44,12 +44,15 @@ class Probe:
     """A piece of global state to watch; `diff` defaults to per-key for mappings, else `!=`.
 
     `diff` is asked only about snapshots that are not equal (`==`): equal ones have no changes.
+    `ordinary(before, after)`, asked only about a change, says it is ordinary use (drawing random
+    numbers): restored under the `restore` policy and counted, with no finding.
     """
 
     name: str
     snapshot: Callable[[], object]
     restore: Callable[[Any], None] | None = None
     diff: Callable[[Any, Any], list[Change]] | None = None
+    ordinary: Callable[[Any, Any], bool] | None = None
 
     def changes(self, before: object, after: object) -> list[Change]:
         """What differs between two snapshots of this probe."""
@@ -107,12 +110,13 @@ def show(key: str, value: object) -> str:
 
 
 def as_probe(obj: Any) -> Probe:
-    """Accept a `Probe` or any object with `name`, `snapshot` and optionally `restore` / `diff`."""
+    """Accept a `Probe` or any object with `name`, `snapshot` and optionally `restore` / `diff` / `ordinary`."""
     if isinstance(obj, Probe):
         return obj
     if not isinstance(getattr(obj, "name", None), str) or not callable(getattr(obj, "snapshot", None)):
         raise TypeError(f"{obj!r} is not a probe (needs a str `name` and a `snapshot()`)")
-    return Probe(obj.name, obj.snapshot, getattr(obj, "restore", None), getattr(obj, "diff", None))
+    parts = (getattr(obj, "restore", None), getattr(obj, "diff", None), getattr(obj, "ordinary", None))
+    return Probe(obj.name, obj.snapshot, *parts)
 
 
 def entry_point_probes() -> tuple[list[Probe], list[Finding]]:

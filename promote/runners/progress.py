@@ -149,7 +149,7 @@ class LogTail:
         for line in lines:
             # Finish lines carry the test's records and are by far the longest: count them unparsed.
             if b'"event":"finish"' in line:
-                self.finished += 1
+                self.finished += _top_level(line)
                 self.running = None
                 continue
             try:
@@ -173,6 +173,13 @@ class LogTail:
     def unfinished(self) -> list[str]:
         """Tests that started and never finished: each one was running when its process died."""
         return [*self.lost, *([self.running[0]] if self.running is not None else [])]
+
+
+def _top_level(finish: bytes) -> int:
+    """1 for a finished test, 0 for a collection error (written as a finish with index 0)."""
+    # The first `"index":` is the line's own: the test id before it is a JSON string, whose quotes are escaped.
+    at = finish.find(b'"index":')
+    return 0 if at >= 0 and finish[at + 8 : at + 10] in (b"0,", b"0}") else 1
 
 
 def unfinished(path: Path) -> list[str]:

@@ -19,7 +19,7 @@ from promote.checks.requirement_rules import excerpt
 from promote.findings import Finding
 from promote.runners import outcomes
 from promote.runners.leaks import LeakWatch
-from promote.runners.mlx_probes import MlxProbes
+from promote.runners.mlx_probes import RANDOM_PROBE, MlxProbes
 from promote.runners.plugin import REQUIREMENTS, SERIAL_LEFT, failing_fixture
 from promote.runners.probes import Probe, entry_point_probes
 from promote.runners.process_probes import process_probes
@@ -292,6 +292,7 @@ class Recorder:
             tests=tuple(self.records),
             streams=tuple(self.streams.records.values()) if self.streams else (),
             findings=tuple(self.findings),
+            random_draws_restored=self.watch.ordinary.get(RANDOM_PROBE, 0) if self.watch else 0,
         )
         write_results(self.out_dir, results)
 

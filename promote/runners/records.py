@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from promote.findings import Finding
+from promote.redact import current as current_redactor
 
 SCHEMA = 1
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
@@ -107,6 +108,8 @@ class WorkerResults:
     tests: tuple[TestRecord, ...] = ()
     streams: tuple[StreamRecord, ...] = ()
     findings: tuple[Finding, ...] = field(default=())
+    # Tests that only drew numbers from MLX's global generator: its key put back, no finding.
+    random_draws_restored: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The on-disk form (`schema` 1)."""
@@ -124,7 +127,8 @@ class WorkerResults:
         """Parse the on-disk form."""
         if d.get("schema") != SCHEMA:
             raise ValueError(f"unsupported results schema {d.get('schema')!r}")
-        scalars = {k: d[k] for k in cls.__dataclass_fields__ if k not in _NESTED}
+        # A scalar added later (with a default) may be missing from a file an older plugin wrote.
+        scalars = {k: d[k] for k in cls.__dataclass_fields__ if k not in _NESTED and k in d}
         return cls(
             **scalars,
             tests=tuple(TestRecord.from_json(t) for t in d["tests"]),
@@ -150,7 +154,14 @@ def write_results(out_dir: Path, results: WorkerResults) -> Path:
     """Write `results` atomically, so a reader never sees half a file."""
     out_dir.mkdir(parents=True, exist_ok=True)
     # dumps, not dump: only a one-shot encode uses json's C encoder (several times faster).
-    return write_atomic(results_path(out_dir, results.worker), json.dumps(results.to_json(), separators=(",", ":")))
+    data = results.to_json()
+    text = json.dumps(data, separators=(",", ":"))
+    # Secrets (token shapes, values of the package's env and of secret-looking variables): one search of the
+    # text, and only a file that holds one is encoded again with each string redacted.
+    redactor = current_redactor()
+    if redactor.search(text):
+        text = json.dumps(redactor.data(data), separators=(",", ":"))
+    return write_atomic(results_path(out_dir, results.worker), text)
 
 
 def read_results(path: Path) -> WorkerResults:

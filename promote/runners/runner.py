@@ -219,9 +219,9 @@ class PackageRun:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=POLL_S)
                 watch.poll()
-                finished = sum(w.finished for w in watches)
+                finished, total = counts(watches)
                 if on_progress is not None and finished != last:
-                    on_progress(pkg.name, finished, sum(w.total for w in watches), False)
+                    on_progress(pkg.name, finished, total, False)
                     last = finished
             watch.poll()
             elapsed = time.monotonic() - self.started
@@ -237,5 +237,12 @@ class PackageRun:
             )
             done.append(outcome)
         if on_progress is not None:
-            on_progress(pkg.name, sum(w.finished for w in watches), sum(w.total for w in watches), True)
+            on_progress(pkg.name, *counts(watches), True)
         return done
+
+
+def counts(watches: list[Watch]) -> tuple[int, int]:
+    """(tests finished, tests collected) over a package's parts, never more finished than collected."""
+    finished = sum(w.finished for w in watches)
+    # A test run more often than collected (a rerun plugin, a replaced worker) makes the total grow with it.
+    return finished, max(finished, sum(w.total for w in watches))

@@ -257,6 +257,7 @@ def summarize(
     findings: list[Finding] = []
     lost: list[tuple[str, str]] = []
     timed_out: set[str] = set()
+    failing: list[bool] = []  # per part: whether its records explain a status 1
     for done in parts:
         workers = read_all_results(done.out_dir)
         saved_tests, saved_findings = recovered(done.out_dir, {w.worker for w in workers})

@@ -173,8 +173,91 @@ def test_default_stream_random_state_and_cache_limit_are_restored(pytester: pyte
     [leak] = rec.findings("leaked-state")
     assert leak.subject == "test_state.py::test_changes_everything"
     assert "mlx.default_stream[cpu]: Stream(Device(cpu, 0), 0) -> Stream(Device(cpu, 0), 1)" in leak.message
-    assert "mlx.random.state: key[" in leak.message and "-> key[0, 7]" in leak.message
+    assert "mlx.random.state (mx.random.seed): key[" in leak.message and "-> key[0, 7]" in leak.message
     assert "mlx.memory[cache_limit]:" in leak.message and "-> 1234" in leak.message
+
+
+RANDOM = """
+    from functools import partial
+
+    import mlx.core as mx
+    import mlx.nn as nn
+
+    seen = {}
+
+    def test_a_draws():
+        seen["key"] = mx.random.state[0].tolist()
+        mx.random.normal((4,))
+        mx.random.uniform(shape=(2,))
+        nn.Linear(3, 3)
+
+    def test_b_draws_through_a_compiled_sampler():
+        assert mx.random.state[0].tolist() == seen["key"]
+
+        @partial(mx.compile, inputs=mx.random.state, outputs=mx.random.state)
+        def sample(logits):
+            return mx.random.categorical(logits)
+
+        for _ in range(3):
+            sample(mx.zeros((4,)))
+        assert mx.random.state[0].tolist() != seen["key"]
+
+    def test_c_sees_the_key_from_before_the_draws():
+        assert mx.random.state[0].tolist() == seen["key"]
+
+    def test_d_seeds():
+        mx.random.seed(7)
+
+    def test_e_replaces_the_state():
+        if isinstance(mx.random.state, list):  # MLX versions whose state is a plain list
+            mx.random.state[0] = mx.random.key(7)
+        else:  # MLX 0.32's state object takes no assignment: rebinding is how a test replaces it
+            mx.random.state = [mx.random.key(7)]
+
+    def test_f_sees_the_generator_as_it_was():
+        assert not isinstance(mx.random.state, list) or len(mx.random.state) == 1
+        assert mx.random.state[0].tolist() == seen["key"]
+"""
+
+
+def test_drawing_random_numbers_is_restored_quietly_and_seeding_or_replacing_is_a_leak(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_random=RANDOM)
+
+    rec = record(pytester, subprocess=True)
+
+    rec.run.assert_outcomes(passed=6)
+    found = rec.findings("leaked-state")
+    assert [f.subject for f in found] == ["test_random.py::test_d_seeds", "test_random.py::test_e_replaces_the_state"]
+    assert "mlx.random.state (mx.random.seed): key[" in found[0].message and "-> key[0, 7]" in found[0].message
+    assert "(attribute rebound)" in found[1].message or "(key not from a draw)" in found[1].message
+    assert all(f.message.count("mlx.random.state") == 1 for f in found)
+    # The two tests that only drew had the key put back, counted, without a finding.
+    assert rec.results[0].random_draws_restored == 2
+
+
+def test_a_key_is_told_from_a_draw_by_the_successor_chain_mlx_advances() -> None:
+    from promote.runners.mlx_probes import MlxProbes
+    from promote.runners.mlx_random import RandomSnapshot
+
+    probes = MlxProbes(mx)
+    try:
+        tracker = probes.random
+        start = tracker.snapshot()
+        # By value, not by the wrappers' notes: what a compiled sampler leaves behind.
+        drawn = mx.random.split(mx.random.split(start.key)[0])[0]
+        assert tracker.drew_only(start, RandomSnapshot(start.state, drawn, start.seeds))
+        assert not tracker.drew_only(start, RandomSnapshot(start.state, mx.random.key(7), start.seeds))
+        assert not tracker.drew_only(start, RandomSnapshot(start.state, drawn, start.seeds + 1))
+        assert not tracker.drew_only(start, RandomSnapshot([drawn], drawn, start.seeds))
+        # Through the wrapped drawing functions: followed by identity alone.
+        mx.random.normal((2,))
+        mx.random.bernoulli()
+        after = tracker.snapshot()
+        assert after.key is not start.key and tracker._follow(after.key, start.key) is start.key
+    finally:
+        probes.uninstall()
 
 
 def test_without_mlx_the_mlx_probes_decline_once_and_the_rest_still_run(pytester: pytest.Pytester) -> None:
@@ -201,7 +284,15 @@ def test_without_mlx_the_mlx_probes_decline_once_and_the_rest_still_run(pytester
 
 
 def test_mlx_functions_are_put_back_when_the_session_ends(pytester: pytest.Pytester) -> None:
-    originals = (mx.new_stream, mx.set_cache_limit, mx.set_wired_limit, mx.enable_compile, mx.disable_compile)
+    originals = (
+        mx.new_stream,
+        mx.set_cache_limit,
+        mx.set_wired_limit,
+        mx.enable_compile,
+        mx.disable_compile,
+        mx.random.seed,
+        mx.random.normal,
+    )
     pytester.makepyfile(
         test_wrapped="""
         import mlx.core as mx
@@ -209,10 +300,12 @@ def test_mlx_functions_are_put_back_when_the_session_ends(pytester: pytest.Pytes
         def test_wrapped():
             assert mx.new_stream.__wrapped__ is not None
             assert mx.disable_compile.__wrapped__ is not None
+            assert mx.random.seed.__wrapped__ is not None and mx.random.normal.__wrapped__ is not None
         """
     )
 
     rec = record(pytester)
 
     rec.run.assert_outcomes(passed=1)
-    assert (mx.new_stream, mx.set_cache_limit, mx.set_wired_limit, mx.enable_compile, mx.disable_compile) == originals
+    now = (mx.new_stream, mx.set_cache_limit, mx.set_wired_limit, mx.enable_compile, mx.disable_compile)
+    assert (*now, mx.random.seed, mx.random.normal) == originals

@@ -257,3 +257,45 @@ def test_a_probe_diff_is_asked_only_when_snapshots_differ_and_raising_equality_s
     leak = watch.check("t.py::test_swaps_array", before)
     assert leak is not None and "Ambiguous(1) -> Ambiguous(7)" in leak.message
     assert same is not state["array"]
+
+
+def test_an_ordinary_change_is_restored_and_counted_without_a_finding_and_a_leak_still_is_one() -> None:
+    state = {"counter": 0, "mode": "a"}
+
+    def restore_counter(value: int) -> None:
+        state["counter"] = value
+
+    def restore_mode(value: str) -> None:
+        state["mode"] = value
+
+    probes = [
+        # Counting up is ordinary use (as drawing random numbers is); counting down is not.
+        Probe("counter", lambda: state["counter"], restore_counter, ordinary=lambda b, a: a > b),
+        Probe("mode", lambda: state["mode"], restore_mode),
+    ]
+    watch = LeakWatch(probes, restore=True)
+
+    before = watch.before_test()
+    state["counter"] = 5
+    assert watch.check("t.py::test_counts", before) is None
+    assert state["counter"] == 0 and watch.ordinary == {"counter": 1}
+
+    before = watch.before_test()
+    state["counter"], state["mode"] = 3, "b"
+    leak = watch.check("t.py::test_counts_and_switches", before)
+    # One finding for the test, naming only the leak; the ordinary change is put back all the same.
+    assert leak is not None and leak.subject == "t.py::test_counts_and_switches"
+    assert "mode: 'a' -> 'b'" in leak.message and "counter" not in leak.message
+    assert state == {"counter": 0, "mode": "a"} and watch.ordinary == {"counter": 2}
+
+    before = watch.before_test()
+    state["counter"] = -1
+    leak = watch.check("t.py::test_counts_down", before)
+    assert leak is not None and "counter: 0 -> -1" in leak.message and state["counter"] == 0
+
+    reporting = LeakWatch(probes, restore=False)
+    before = reporting.before_test()
+    state["counter"] = 9
+    assert reporting.check("t.py::test_counts", before) is None
+    # `leaks = "report"` changes nothing, ordinary use included.
+    assert state["counter"] == 9 and reporting.ordinary == {}
