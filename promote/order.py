@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from promote import journal
 from promote.config import Config, PackageConfig
 from promote.findings import Finding
 from promote.runners import bisect, progress
-from promote.runners.rerun import RerunError, Rerunner
+from promote.runners.rerun import RerunError, Rerunner, RerunTimeout
 from promote.runners.summary import PackageResult
 
 FAILED = ("failed", "error")
@@ -19,9 +22,22 @@ FAILED = ("failed", "error")
 
 @dataclass
 class Budget:
-    """Reruns left for the whole run; shared by every failed test of every package."""
+    """Reruns left for the whole run; shared by every failed test of every package (and thread)."""
 
     left: int
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def take(self, most: int) -> int:
+        """Set aside up to `most` reruns; how many were set aside."""
+        with self._lock:
+            n = max(0, min(most, self.left))
+            self.left -= n
+            return n
+
+    def give(self, n: int) -> None:
+        """Return reruns set aside and not spent."""
+        with self._lock:
+            self.left += n
 
 
 def orders(out_dir: Path) -> list[list[str]]:
@@ -78,18 +94,53 @@ def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding]) -> Finding | No
     return None
 
 
-def investigate_one(
-    rerunner: Rerunner, victim: str, prefix: list[str], budget: Budget, *, observed: bool
-) -> bisect.Verdict:
+def oracle(rerunner: Rerunner, victim: str) -> Callable[[Sequence[str]], bool]:
+    """Whether `victim` fails after the given tests, in a fresh process (bisect's view of a rerun)."""
+
     def run(subset: Sequence[str]) -> bool:
         try:
             return rerunner.fails(subset, victim)
+        except RerunTimeout as e:
+            if not subset:
+                raise bisect.Hung(str(e)) from None
+            return True  # hanging only after other tests is failing after them
         except RerunError as e:
             raise bisect.CannotTell(str(e)) from None
 
-    verdict = bisect.classify(victim, prefix, run, budget=budget.left, observed=observed)
-    budget.left -= verdict.reruns
+    return run
+
+
+def investigate_one(
+    rerunner: Rerunner,
+    victim: str,
+    prefix: list[str],
+    budget: Budget,
+    *,
+    observed: bool,
+    alone: bisect.Alone | None = None,
+) -> bisect.Verdict:
+    """Classify one failed test; `alone`: its reruns alone, already made (and paid for)."""
+    done = alone or bisect.Alone()
+    run = bisect.replaying(done, oracle(rerunner, victim))
+    # The budget reruns this classification may make; taken for good when it ends (one victim at a time here).
+    granted = budget.take(budget.left)
+    verdict = bisect.classify(victim, prefix, run, budget=granted + done.ran, observed=observed)
+    budget.give(granted - (verdict.reruns - done.ran))
     return verdict
+
+
+def rerun_alone(rerunner: Rerunner, victims: Sequence[str], budget: Budget) -> list[bisect.Alone]:
+    """Every victim alone, at once on the free cores: each one's step 1 depends on no other victim.
+
+    The budget is set aside in victim order before any rerun starts, so which victims get reruns
+    does not depend on which rerun ends first.
+    """
+    grants = [budget.take(2) for _ in victims]
+    workers = max(1, min(len(victims), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rerun") as pool:
+        found = list(pool.map(lambda v, g: bisect.rerun_alone(oracle(rerunner, v), g), victims, grants))
+    budget.give(sum(g - a.ran for g, a in zip(grants, found, strict=True)))
+    return found
 
 
 def investigate(pkg: PackageConfig, result: PackageResult, budget: Budget) -> PackageResult:
@@ -103,10 +154,12 @@ def investigate(pkg: PackageConfig, result: PackageResult, budget: Budget) -> Pa
     )
     worker_orders = orders(result.out_dir)
     leaks = [f for f in result.findings if f.check == "leaked-state"]
-    verdicts = []
-    for victim in victims:
-        prefix = prefix_of(victim, worker_orders) or []
-        verdicts.append(investigate_one(rerunner, victim, prefix, budget, observed=True))
+    alone = rerun_alone(rerunner, victims, budget)
+    # Bisection, in victim order: the budget left for each one does not depend on timing.
+    verdicts = [
+        investigate_one(rerunner, victim, prefix_of(victim, worker_orders) or [], budget, observed=True, alone=done)
+        for victim, done in zip(victims, alone, strict=True)
+    ]
     found = [f for v in verdicts if (f := verdict_finding(v, leaks)) is not None]
     return replace(result, findings=result.findings + tuple(found), verdicts=tuple(verdicts))
 

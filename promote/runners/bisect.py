@@ -23,6 +23,10 @@ class BudgetExhausted(CannotTell):
     """The rerun budget ran out before the question was answered."""
 
 
+class Hung(CannotTell):
+    """The test ran past its timeout when run alone: it hangs (or is too slow) by itself."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What the reruns showed about one failing test."""
@@ -57,6 +61,45 @@ class Oracle:
         """A rerun that is not answered from the cache (to tell flaky from stable)."""
         self._seen.pop(tuple(prefix), None)
         return self.fails(prefix)
+
+
+@dataclass(frozen=True)
+class Alone:
+    """Step 1, run ahead for every failed test at once: the reruns of the test alone (True: it failed)."""
+
+    fails: tuple[bool, ...] = ()
+    # Why the next rerun alone could not tell (raised again when classify gets there).
+    stopped: CannotTell | None = None
+
+    @property
+    def ran(self) -> int:
+        """How many reruns were made (the one that could not tell included)."""
+        return len(self.fails) + (self.stopped is not None)
+
+
+def rerun_alone(run: Callable[[Sequence[str]], bool], budget: int) -> Alone:
+    """The test alone, and once more when it failed (a failure must repeat to be genuine), within `budget`."""
+    fails: list[bool] = []
+    try:
+        while len(fails) < min(budget, 2) and all(fails):
+            fails.append(run(()))
+    except CannotTell as e:
+        return Alone(tuple(fails), e)
+    return Alone(tuple(fails))
+
+
+def replaying(alone: Alone, run: Callable[[Sequence[str]], bool]) -> Callable[[Sequence[str]], bool]:
+    """`run`, answering the reruns alone from `alone` as long as it has answers."""
+    left = list(alone.fails)
+
+    def replay(prefix: Sequence[str]) -> bool:
+        if not prefix and left:
+            return left.pop(0)
+        if not prefix and alone.stopped is not None:
+            raise alone.stopped
+        return run(prefix)
+
+    return replay
 
 
 def _in_order(subset: Sequence[str], order: dict[str, int]) -> list[str]:
@@ -124,6 +167,9 @@ def classify(
         if oracle.fails_fresh(found):
             return verdict(ORDER_DEPENDENT, found)
         return verdict(FLAKY, detail="the failure did not reproduce consistently")
+    except Hung as e:
+        # Timing out alone is no less a failure of its own than failing alone: nothing earlier caused it.
+        return verdict(GENUINE, detail=str(e))
     except BudgetExhausted:
         return verdict(UNDECIDED, detail=f"the rerun budget ({budget}) ran out before an answer")
     except CannotTell as e:

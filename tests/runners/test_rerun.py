@@ -1,0 +1,185 @@
+"""Reruns that survive a real suite: broken modules elsewhere, tests that hang alone, several victims at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from promote.runners.rerun import files_of, telling_line
+from tests.helpers.cli import run
+from tests.helpers.packages import write_config, write_package
+
+pytestmark = pytest.mark.slow
+
+POLLUTED = {
+    "polluted.py": "STATE = {}\n",
+    "test_a.py": """\
+        import polluted
+
+        def test_polluter():
+            polluted.STATE["mode"] = "draft"
+
+        def test_victim():
+            assert polluted.STATE.get("mode") is None
+
+        def test_genuine():
+            assert 1 == 2
+        """,
+}
+
+
+def promote_test(root: Path) -> dict[str, Any]:
+    result = run(root, "test", "--json")
+    assert result.exit_code == 1, result.output
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def verdicts(report: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(v["test"], v["verdict"]) for v in report["packages"][0]["reruns"]]
+
+
+def test_reruns_next_to_modules_that_cannot_be_collected_still_judge_the_victims(tmp_path: Path) -> None:
+    files = {
+        **POLLUTED,
+        # Collected before test_a.py: a whole-tree rerun would be stopped by either of them.
+        "test_0_missing.py": "import no_such_package_for_promote\n",
+        "test_0_exits.py": "import sys\nsys.exit(1)\n",
+    }
+    write_package(tmp_path, "pkg", files)
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    report = promote_test(tmp_path)
+
+    assert verdicts(report) == [("test_a.py::test_victim", "order-dependent"), ("test_a.py::test_genuine", "genuine")]
+    [found] = [f for f in report["findings"] if f["check"] == "order-dependent"]
+    assert found["cause"] == "test_a.py::test_polluter"
+    assert not [f for f in report["findings"] if f["check"] in ("rerun-undecided", "flaky")]
+
+
+def test_a_victim_that_cannot_run_in_a_rerun_says_why_in_one_line(tmp_path: Path) -> None:
+    # The module imports in the run, and fails to in every rerun (which select their tests).
+    victim_file = """\
+        import sys
+
+        if any(a == "--promote-select" for a in sys.argv):
+            raise ImportError("the fixture server is gone")
+
+        def test_victim():
+            assert False
+        """
+    write_package(tmp_path, "pkg", {"test_v.py": victim_file})
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    report = promote_test(tmp_path)
+
+    [undecided] = [f for f in report["findings"] if f["check"] == "rerun-undecided"]
+    assert undecided["subject"] == "test_v.py::test_victim"
+    assert "\n" not in undecided["message"]
+    assert "ERROR collecting test_v.py: ImportError: the fixture server is gone" in undecided["message"]
+
+
+def test_a_test_that_hangs_alone_is_killed_at_the_timeout_and_judged_genuine(tmp_path: Path) -> None:
+    child_pid = tmp_path / "child.pid"
+    files = {
+        "polluted.py": "STATE = {}\n",
+        "test_a.py": f"""\
+            import pathlib, subprocess, sys, time
+            import polluted
+
+            def test_first():
+                polluted.STATE["ran"] = True
+
+            def test_hangs_alone():
+                if "ran" not in polluted.STATE:
+                    # A child of the test: killing pytest alone would leave it running.
+                    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+                    pathlib.Path({str(child_pid)!r}).write_text(str(child.pid))
+                    time.sleep(60)
+                assert False
+            """,
+    }
+    write_package(tmp_path, "pkg", files)
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg", "timeout_s": 2}])
+
+    report = promote_test(tmp_path)
+
+    [verdict] = report["packages"][0]["reruns"]
+    assert (verdict["test"], verdict["verdict"], verdict["reruns"]) == ("test_a.py::test_hangs_alone", "genuine", 1)
+    assert "timeout (2 s)" in verdict["detail"]
+    assert not [f for f in report["findings"] if f["check"] in ("rerun-undecided", "flaky")]
+    # The test's own child went with it: the rerun was killed as a process group.
+    assert not alive(int(child_pid.read_text()))
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is still running, after a few seconds' grace for a kill to land (a zombie is not running)."""
+    for _ in range(100):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][:1]
+        except FileNotFoundError:
+            return False
+        except OSError:  # no /proc (macOS): ask the kernel
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return False
+            state = "R"
+        if state == "Z":
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_several_victims_are_rerun_alone_at_the_same_time(tmp_path: Path) -> None:
+    meet = tmp_path / "meet"
+    meet.mkdir()
+    # In a rerun, each victim waits (a while at most) for another victim's rerun to have started.
+    body = f"""\
+        import pathlib, sys, time
+
+        def meet(name):
+            if "--promote-select" not in sys.argv:
+                return
+            here = pathlib.Path({str(meet)!r})
+            (here / f"started-{{name}}").touch()
+            for _ in range(400):
+                if len(list(here.glob("started-*"))) > 1:
+                    break
+                time.sleep(0.05)
+            others = sorted(p.name for p in here.glob("started-*") if p.name != f"started-{{name}}")
+            (here / f"saw-{{name}}").write_text(" ".join(others))
+        """
+    tests = "".join(f"\ndef test_{n}():\n    meet('{n}')\n    assert False\n" for n in ("one", "two", "three"))
+    write_package(tmp_path, "pkg", {"test_m.py": textwrap.dedent(body) + tests})
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    report = promote_test(tmp_path)
+
+    # Verdicts in victim order, each victim judged.
+    assert verdicts(report) == [(f"test_m.py::test_{n}", "genuine") for n in ("one", "two", "three")]
+    if (os.cpu_count() or 1) > 1:
+        # The first two victims' reruns started together: each saw the other one's start.
+        assert "started-two" in (meet / "saw-one").read_text()
+        assert "started-one" in (meet / "saw-two").read_text()
+
+
+def test_the_files_to_collect_are_the_ids_files_once_in_order() -> None:
+    ids = ["b/test_x.py::T::test_a[x::y]", "a/test_y.py::test_b", "b/test_x.py::test_c"]
+    assert files_of(ids) == ["b/test_x.py", "a/test_y.py"]
+
+
+def test_telling_line_of_an_internal_error_and_of_a_usage_error(tmp_path: Path) -> None:
+    log = tmp_path / "pytest.log"
+    log.write_text("INTERNALERROR> Traceback (most recent call last):\nINTERNALERROR> SystemExit: 1\n\nno tests ran\n")
+    assert telling_line(log, 3) == "exit 3: INTERNALERROR SystemExit: 1"
+    log.write_text("ERROR: usage: python -m pytest [options]\npython -m pytest: error: unrecognized arguments: -x\n")
+    assert telling_line(log, 4) == "exit 4: ERROR: usage: python -m pytest [options]"
+    log.write_text("\n==== 3 deselected in 0.01s ====\n")
+    assert telling_line(log, 5) == "exit 5: 3 deselected in 0.01s"
