@@ -62,6 +62,7 @@ class PackageResult:
     verdicts: tuple[Verdict, ...] = ()
     blocked_tests: tuple[str, ...] = ()  # ids of the tests counted as blocked
     blockers: tuple[Blocked, ...] = ()  # why each of them is blocked
+    random_draws_restored: int = 0  # tests that only drew from MLX's global generator: key put back, no finding
 
     @property
     def passed(self) -> int:
@@ -132,6 +133,7 @@ class PackageResult:
                 for v in self.verdicts
             ],
             "blockers": [b.to_json() for b in self.blockers],
+            "random_draws_restored": self.random_draws_restored,
         }
 
 
@@ -258,8 +260,10 @@ def summarize(
     lost: list[tuple[str, str]] = []
     timed_out: set[str] = set()
     failing: list[bool] = []  # per part: whether its records explain a status 1
+    draws = 0
     for done in parts:
         workers = read_all_results(done.out_dir)
+        draws += sum(w.random_draws_restored for w in workers)
         saved_tests, saved_findings = recovered(done.out_dir, {w.worker for w in workers})
         part_tests = [t for w in workers for t in w.tests] + saved_tests
         finished = {t.nodeid for t in part_tests}
@@ -303,6 +307,7 @@ def summarize(
         command=parts[0].command,
         counts=dict(counts),
         subtests=dict(Counter(t.outcome for t in counted if t.parent is not None)),
+        random_draws_restored=draws,
     )
 
 
