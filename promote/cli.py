@@ -114,7 +114,10 @@ class Context:
 
 
 def emit(data: dict[str, object] | None, text: str, *, as_json: bool) -> None:
-    click.echo(json.dumps(data, indent=2) if as_json else text)
+    from promote.redact import clean, current
+
+    # Secrets redacted; control characters (from commit subjects, test names, output) shown, never sent raw.
+    click.echo(json.dumps(current().data(data), indent=2) if as_json else clean(text))
 
 
 @click.group(cls=PromoteGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -21,6 +21,7 @@ from promote.config_model import (
 )
 from promote.config_parse import Parser
 from promote.errors import ConfigError
+from promote.redact import register
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -76,7 +77,10 @@ def load(path: Path) -> Config:
         table = data.get("promote")
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: no [{prefix}] table")
-    return Parser(path, prefix).config(table)
+    config = Parser(path, prefix).config(table)
+    # Whatever a package's env sets may be a credential: its values are redacted from every output.
+    register(value for pkg in config.packages for _, value in pkg.env)
+    return config
 
 
 def load_config(start: Path, config_path: Path | None = None) -> Config:

@@ -44,7 +44,9 @@ def error_handler() -> Iterator[None]:
     try:
         yield
     except PromoteError as e:
-        print(f"promote: error: {e}", file=sys.stderr)
+        from promote.redact import clean
+
+        print(f"promote: error: {clean(str(e))}", file=sys.stderr)
         raise SystemExit(e.exit_code) from None
     except KeyboardInterrupt:
         print("promote: interrupted", file=sys.stderr)

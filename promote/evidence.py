@@ -15,6 +15,8 @@ from promote.deltas import Deltas
 from promote.findings import Finding
 from promote.gates import TITLES, Gate, worst
 from promote.history import StoredRun
+from promote.redact import Redactor, printable
+from promote.redact import current as current_redactor
 from promote.testrun import RunResult
 
 SCHEMA_VERSION = 1
@@ -101,8 +103,28 @@ def document(
     }
 
 
+def cleaned(obj: Any) -> Any:
+    """`obj` (JSON-like) with each string made fit for a page: redacted, control characters shown."""
+    redactor = current_redactor()
+    return _cleaned(obj, redactor)
+
+
+def _cleaned(obj: Any, redactor: Redactor) -> Any:
+    if isinstance(obj, str):
+        return printable(redactor(obj))
+    if isinstance(obj, dict):
+        return {k: _cleaned(v, redactor) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_cleaned(v, redactor) for v in obj]
+    return obj
+
+
 def write(doc: dict[str, Any], out_dir: Path, statements: dict[str, dict[str, Any]]) -> Pages:
-    """Write evidence.json, evidence.md, evidence.html and one in-toto statement per package."""
+    """Write evidence.json, evidence.md, evidence.html and one in-toto statement per package.
+
+    Every string is cleaned first (promote.redact): secrets redacted, control characters shown as `\\xNN`.
+    """
+    doc = cleaned(doc)
     out_dir.mkdir(parents=True, exist_ok=True)
     pages = Pages(out_dir / "evidence.md", out_dir / "evidence.html", out_dir / "evidence.json")
     pages.json.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
@@ -111,7 +133,7 @@ def write(doc: dict[str, Any], out_dir: Path, statements: dict[str, dict[str, An
     written = []
     for name, statement in statements.items():
         path = out_dir / f"intoto-{name}.json"
-        path.write_text(json.dumps(statement, indent=2) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(cleaned(statement), indent=2) + "\n", encoding="utf-8")
         written.append(path)
     return Pages(pages.md, pages.html, pages.json, tuple(written))
 

@@ -8,12 +8,13 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from promote.errors import PromoteError
 from promote.findings import Finding
+from promote.redact import current as current_redactor
 
 DB_NAME = "history.sqlite"
 
@@ -105,6 +106,20 @@ class StoredRun:
 
     def count(self, outcome: str) -> int:
         return sum(1 for t in self.tests if t.outcome == outcome)
+
+
+def _redacted(run: StoredRun) -> StoredRun:
+    """`run` with every secret (promote.redact) taken out of its text: the history outlives the run."""
+    r = current_redactor()
+    return replace(
+        run,
+        command=r(run.command),
+        tests=tuple(replace(t, nodeid=r(t.nodeid)) for t in run.tests),
+        findings=tuple(
+            replace(f, subject=r(f.subject), message=r(f.message), cause=None if f.cause is None else r(f.cause))
+            for f in run.findings
+        ),
+    )
 
 
 def _wal(db: sqlite3.Connection) -> None:
@@ -199,7 +214,8 @@ class History:
         self._db.execute("COMMIT")
 
     def record(self, run: StoredRun) -> None:
-        """Store one run with its tests and findings (replacing a run of the same id)."""
+        """Store one run with its tests and findings (replacing a run of the same id), secrets redacted."""
+        run = _redacted(run)
         with self._tx() as db:
             for table, key in (("tests", "run_id"), ("findings", "run_id"), ("runs", "id")):
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (run.run_id,))

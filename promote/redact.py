@@ -1,13 +1,160 @@
-"""Keep credentials embedded in remote URLs out of every output."""
+"""Keep secrets out of every output, and control characters out of terminals and pages.
+
+A secret is recognised three ways: credentials in URLs; the shapes of known tokens (GitHub, Hugging Face,
+OpenAI-style, AWS, Slack, JWT); and by value: the values of variables a package's `env` table sets and of
+environment variables whose names look secret (TOKEN, SECRET, KEY, PASS, PAT, AUTH, ... as whole words of
+the name split on `_`), wherever they appear. A value shorter than MIN_VALUE_CHARS characters, or one such as
+`true` or `none`, is not redacted by value: it would hide every occurrence of a common word.
+
+Imported by the pytest plugin too: nothing here imports more than the standard library's `re` and `os`.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+MASK = "***"
+MIN_VALUE_CHARS = 4
+# The names of the variables a package's `env` table sets, passed to its pytest processes (comma-separated).
+PACKAGE_ENV_NAMES = "PROMOTE_PACKAGE_ENV_NAMES"
+
+# Whole words of a variable's name (split on `_`) that secret scanners treat as secret.
+SECRET_WORDS = frozenset(
+    {
+        "TOKEN", "TOKENS", "SECRET", "SECRETS", "KEY", "KEYS", "APIKEY", "PASS", "PASSWORD", "PASSWD", "PASSPHRASE",
+        "PWORD", "PAT", "AUTH", "CREDENTIAL", "CREDENTIALS", "CREDS", "PRIVATE", "API", "SESSION", "COOKIE",
+        "SIGNATURE", "CERT", "BEARER", "OAUTH", "DSN",
+    }
+)  # fmt: skip
+# Words that end a secret name when written as one word (GITHUBTOKEN, DBPASSWORD, HFTOKEN).
+_SECRET_SUFFIXES = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY")
+# Well-known variables whose names contain such a word but whose values are not secret (and are short words
+# or paths that redacting everywhere would garble output with).
+_NOT_SECRET = re.compile(
+    r"XDG_.*|SSH_AUTH_SOCK|DBUS_SESSION_BUS_ADDRESS|SESSION_MANAGER|DESKTOP_SESSION|GPG_AGENT_INFO|.*_ASKPASS"
+)
+_TOO_COMMON = frozenset({"true", "false", "none", "null", "yes", "no", "on", "off"})
 
 # scheme://user:secret@host or scheme://token@host: everything between "//" and "@" is secret.
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
+_USERINFO = r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@"
+_TOKENS = (
+    r"gh[pousr]_[A-Za-z0-9]{20,}",
+    r"github_pat_[A-Za-z0-9_]{20,}",
+    r"hf_[A-Za-z0-9]{20,}",
+    r"sk-[A-Za-z0-9_-]{20,}",
+    r"(?:AKIA|ASIA)[A-Z0-9]{16}",
+    r"xox[abposr]-[A-Za-z0-9-]{10,}",
+    r"eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
+)
+_TOKEN_RE = re.compile(r"(?<![A-Za-z0-9_])(?:" + "|".join(_TOKENS) + r")(?![A-Za-z0-9])")
+_TOKEN_PREFIXES = ("ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_", "hf_", "sk-", "AKIA", "ASIA", "xox", "eyJ")
+_USERINFO_RE = re.compile(_USERINFO)
+
+# C0 and C1 control characters (and DEL), except newline and tab: shown, never sent raw to a terminal or page.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def redact(text: str) -> str:
-    """Replace the user-info part of every URL in `text` with `***`."""
-    return _USERINFO.sub(r"\g<scheme>***@", text)
+def escape_char(m: re.Match[str]) -> str:
+    """A matched character as a visible `\\xNN` escape."""
+    return f"\\x{ord(m.group()):02x}"
+
+
+def printable(text: str) -> str:
+    """`text` with every control character but newline and tab shown as `\\xNN`."""
+    return CONTROL.sub(escape_char, text) if CONTROL.search(text) else text
+
+
+@lru_cache(maxsize=1024)
+def secret_name(name: str) -> bool:
+    """Whether an environment variable's name looks like it holds a secret."""
+    upper = name.upper()
+    if _NOT_SECRET.fullmatch(upper):
+        return False
+    words = [w for w in re.split(r"[^A-Z0-9]+", upper) if w]
+    return any(w in SECRET_WORDS or w.endswith(_SECRET_SUFFIXES) for w in words)
+
+
+def worth_redacting(value: str) -> bool:
+    """Whether `value` is long and specific enough to be redacted wherever it appears."""
+    return len(value) >= MIN_VALUE_CHARS and value.strip().lower() not in _TOO_COMMON
+
+
+def environ_secrets(env: Mapping[str, str], names: Iterable[str] = ()) -> frozenset[str]:
+    """The values in `env` to redact: of secret-looking names, of `names`, and of those PACKAGE_ENV_NAMES lists."""
+    chosen = {*names, *(n for n in env.get(PACKAGE_ENV_NAMES, "").split(",") if n)}
+    return frozenset(v for k, v in env.items() if (k in chosen or secret_name(k)) and worth_redacting(v))
+
+
+class Redactor:
+    """Redacts URL credentials, token shapes and the given secret values from text."""
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        forms: set[str] = set()
+        for v in values:
+            if worth_redacting(v):
+                # As written, and as repr() and JSON would show it (backslashes and quotes escaped).
+                forms |= {v, repr(v)[1:-1], v.replace("\\", "\\\\").replace('"', '\\"')}
+        self.values = frozenset(values)
+        self._forms = tuple(sorted(forms, key=len, reverse=True))
+        self._literal = re.compile("|".join(re.escape(v) for v in self._forms)) if forms else None
+
+    def search(self, text: str) -> bool:
+        """Whether `text` holds anything to redact."""
+        # Substring tests first: a regex tried at every position of a large results file costs ~15x more.
+        if any(v in text for v in self._forms):
+            return True
+        if "://" in text and _USERINFO_RE.search(text):
+            return True
+        return any(p in text for p in _TOKEN_PREFIXES) and _TOKEN_RE.search(text) is not None
+
+    def __call__(self, text: str) -> str:
+        if self._literal is not None and any(v in text for v in self._forms):
+            text = self._literal.sub(MASK, text)
+        if "://" in text:
+            text = _USERINFO_RE.sub(rf"\g<scheme>{MASK}@", text)
+        if any(p in text for p in _TOKEN_PREFIXES):
+            text = _TOKEN_RE.sub(MASK, text)
+        return text
+
+    def data(self, obj: Any) -> Any:
+        """`obj` (JSON-like: dicts, lists, tuples, strings) with every string value redacted; keys are kept."""
+        if isinstance(obj, str):
+            return self(obj)
+        if isinstance(obj, dict):
+            return {k: self.data(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [self.data(v) for v in obj]
+        return obj
+
+
+_registered: set[str] = set()
+
+
+def register(values: Iterable[str]) -> None:
+    """Add secret values (a package's `env` values) to what `redact` hides in this process."""
+    _registered.update(v for v in values if worth_redacting(v))
+
+
+@lru_cache(maxsize=8)
+def _redactor(values: frozenset[str]) -> Redactor:
+    return Redactor(values)
+
+
+def current() -> Redactor:
+    """The redactor for this process: registered values and the secret-looking variables of os.environ now."""
+    return _redactor(environ_secrets(os.environ) | _registered)
+
+
+def redact(text: str, values: Iterable[str] = ()) -> str:
+    """`text` with URL credentials, token shapes, this process's secrets and `values` replaced by `***`."""
+    extra = frozenset(values)
+    return (_redactor(current().values | extra) if extra else current())(text)
+
+
+def clean(text: str) -> str:
+    """What may reach a terminal or a page: redacted, and with control characters shown."""
+    return printable(redact(text))

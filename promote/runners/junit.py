@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from promote.redact import current as current_redactor
+from promote.redact import escape_char
 from promote.runners.summary import PackageResult
 
 TAGS = {"failed": "failure", "error": "error", "skipped": "skipped", "xfailed": "skipped"}
@@ -23,8 +25,7 @@ _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\t": "&#9;",
 
 
 def _visible(m: re.Match[str]) -> str:
-    char = m.group()
-    return _ESCAPES.get(char) or f"\\x{ord(char):02x}"
+    return _ESCAPES.get(m.group()) or escape_char(m)
 
 
 def xml_text(value: str, *, attribute: bool = False) -> str:
@@ -37,7 +38,7 @@ def xml_text(value: str, *, attribute: bool = False) -> str:
         # Most values (test ids, times) need nothing: one search decides.
         return _ATTRIBUTE_WORK.sub(_visible, value) if _ATTRIBUTE_WORK.search(value) else value
     if _NOT_XML.search(value):
-        value = _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+        value = _NOT_XML.sub(escape_char, value)
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -56,6 +57,8 @@ def _case(nodeid: str, time_s: str | None, tag: str | None, message: str, text: 
 
 def write_junit(result: PackageResult, path: Path) -> Path:
     """One <testsuite> with a <testcase> per test and subtest; crashed tests are errors."""
+    # What a test printed may hold a secret the plugin could not know of (one set in the parent only).
+    redact = current_redactor()
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     duration = 0.0
     cases = []
@@ -63,10 +66,12 @@ def write_junit(result: PackageResult, path: Path) -> Path:
         duration += t.duration_s
         counts["tests"] += 1
         tag = TAGS.get(t.outcome)
-        if tag is not None:
-            counts[COUNTERS[tag]] += 1
-        message = (t.skip_reason or t.outcome)[:500]
-        cases.append(_case(t.nodeid, f"{t.duration_s:.6f}", tag, message, t.longrepr or t.skip_reason or ""))
+        if tag is None:
+            cases.append(_case(t.nodeid, f"{t.duration_s:.6f}", None, "", ""))
+            continue
+        counts[COUNTERS[tag]] += 1
+        message = redact((t.skip_reason or t.outcome)[:500])
+        cases.append(_case(t.nodeid, f"{t.duration_s:.6f}", tag, message, redact(t.longrepr or t.skip_reason or "")))
     for nodeid in result.crashed_tests:
         counts["tests"] += 1
         counts["errors"] += 1

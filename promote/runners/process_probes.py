@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from promote.redact import MASK, PACKAGE_ENV_NAMES, secret_name
 from promote.runners.probes import MISSING, Change, Probe, mapping_changes
 
 # pytest sets and clears this around every phase; it is not the test's doing.
@@ -36,7 +37,23 @@ def _environ_diff(before: Mapping[Any, Any], after: Mapping[Any, Any]) -> list[C
     for k in _IGNORED_ENV:
         b.pop(k, None)
         a.pop(k, None)
-    return mapping_changes("os.environ", b, a)
+    # A secret's value never reaches a finding: not of a secret-looking name, nor of one the package's env sets.
+    secret = set(os.environ.get(PACKAGE_ENV_NAMES, "").split(","))
+    return [
+        Change(c.key, _masked(c.before), _masked(c.after))
+        if secret_name(name := c.key[len("os.environ[") : -1]) or name in secret
+        else c
+        for c in mapping_changes("os.environ", b, a)
+    ]
+
+
+class _Masked:
+    def __repr__(self) -> str:
+        return MASK
+
+
+def _masked(value: object) -> object:
+    return value if value is MISSING else _Masked()
 
 
 def _environ_restore(before: Mapping[Any, Any]) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import promote
 from promote.config import PackageConfig
+from promote.redact import PACKAGE_ENV_NAMES
 
 if TYPE_CHECKING:
     from promote.runners import progress
@@ -85,6 +86,8 @@ def command(
 
 def environment(pkg: PackageConfig, python: str) -> dict[str, str]:
     env = {**os.environ, **dict(pkg.env)}
+    # The plugin redacts the values of these wherever they would be written (promote.redact).
+    env[PACKAGE_ENV_NAMES] = ",".join(name for name, _ in pkg.env)
     if python != sys.executable:
         # A foreign interpreter finds the plugin (and only promote) on its path.
         src = str(Path(promote.__file__).resolve().parent.parent)
