@@ -204,6 +204,7 @@ def run_tests(
         results = tuple(futures[i].result() for i in range(len(chosen)))
     from promote.checks import requirements
     from promote.order import Budget, investigate
+    from promote.redact import current as current_redactor
     from promote.runners import remote
     from promote.runners.junit import write_junit
 
@@ -227,7 +228,7 @@ def run_tests(
         # As each station was when the tests ran: detected here, and detected there for remote packages.
         stations=remote.as_detected(fleet, results),
     )
-    (run_dir / "run.json").write_text(
-        json.dumps({**result.to_json(), "wall_s": round(time.monotonic() - t0, 3)}, indent=1), encoding="utf-8"
-    )
+    # Secrets redacted (promote.redact): a package-error's log lines come from the package's own output.
+    data = current_redactor().data({**result.to_json(), "wall_s": round(time.monotonic() - t0, 3)})
+    (run_dir / "run.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
     return result
