@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.helpers.cli import run, run_json
 from tests.helpers.gitrepos import Fleet, commit, git
@@ -202,3 +210,158 @@ def test_local_trunk_not_checked_out_is_moved_by_ref(fleet: Fleet) -> None:
     assert result.exit_code == 0, result.output
     assert git(fleet.work, "rev-parse", "main") == candidate
     assert git(fleet.work, "rev-parse", "--abbrev-ref", "HEAD") == "topic"
+
+
+def journal_of(fleet: Fleet) -> list[dict[str, Any]]:
+    path = fleet.work / ".promote" / "journal.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_push_that_timed_out_but_landed_is_recorded_as_advanced(fleet: Fleet) -> None:
+    # origin takes the push, then its post-receive hook outlives mirror_timeout_s: git's exit code says
+    # failure, the mirror says the candidate. The mirror is the record.
+    fleet.config("mirror_timeout_s = 1\n")
+    fleet.hook("origin", "post-receive", "sleep 3\n")
+    candidate = commit(fleet.work, "feature")
+
+    code, report = run_json(fleet.work, "merge")
+
+    assert {fleet.head(m) for m in fleet.mirrors} == {candidate}
+    assert (code, report["verdict"]) == (0, "merged")
+    origin = next(m for m in report["mirrors"] if m["name"] == "origin")
+    assert (origin["status"], origin["after"]) == ("advanced", candidate)
+    assert "timeout" in origin["reason"] and "holds the candidate" in origin["reason"]
+    done = [e for e in journal_of(fleet) if e["op"] == "push" and e["mirror"] == "origin"]
+    assert [(e["status"], e["after"]) for e in done] == [("advanced", candidate)]
+
+
+def test_promote_state_dir_that_is_a_file_stops_the_merge_before_any_push(fleet: Fleet) -> None:
+    commit(fleet.work, "feature")
+    (fleet.work / ".promote").write_text("not a directory\n")
+    before = fleet.refs()
+
+    result = run(fleet.work, "merge")
+
+    assert result.exit_code == 2
+    assert fleet.refs() == before
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith("promote: error: cannot use ") and ".promote" in line
+    assert "Traceback" not in result.output
+
+
+def test_unwritable_journal_stops_the_merge_before_any_push(fleet: Fleet) -> None:
+    commit(fleet.work, "feature")
+    # Tests run as root, whom chmod does not stop: a directory where the journal file goes does.
+    (fleet.work / ".promote" / "journal.jsonl").mkdir(parents=True)
+    before = fleet.refs()
+
+    result = run(fleet.work, "merge")
+
+    assert result.exit_code == 2
+    assert fleet.refs() == before
+    [line] = result.stderr.splitlines()
+    assert line.startswith("promote: error: cannot write the journal ") and "journal.jsonl" in line
+
+
+def promote_procs(tmp_path: Path) -> list[str]:
+    """Live processes (not zombies) whose command line or working directory is under `tmp_path`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if state != "Z" and (str(tmp_path) in cmdline or cwd.startswith(str(tmp_path))):
+            found.append(f"{pid} {cmdline}")
+    return found
+
+
+def start_merge(fleet: Fleet) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "promote", "merge"],
+        cwd=fleet.work,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG) is Linux-only")
+def test_kill_9_mid_push_leaves_no_git_behind_and_the_next_run_settles_the_push(fleet: Fleet, tmp_path: Path) -> None:
+    hook = fleet.hook("origin", "pre-receive", "sleep 3\n")
+    old = fleet.head("origin")
+    candidate = commit(fleet.work, "feature")
+    merging = start_merge(fleet)
+    wait_for(lambda: any(e["op"] == "push-intent" for e in journal_of(fleet)), "the intent entry")
+    time.sleep(0.7)  # into the hook: the pack is sent, receive-pack would update the ref after it
+
+    merging.kill()
+    merging.wait()
+    # Well before the hook's 3 s are up: its receive-pack, the hook and git itself are all gone.
+    wait_for(lambda: not promote_procs(tmp_path), "promote's children to die", timeout=1)
+    time.sleep(3)  # past the hook's sleep: an orphaned receive-pack would have moved origin by now
+    assert fleet.head("origin") == old, "no push may land after promote died"
+    assert [e["op"] for e in journal_of(fleet)] == ["push-intent"]
+
+    hook.unlink()
+    result = run(fleet.work, "merge")
+
+    assert result.exit_code == 0, result.output
+    assert {fleet.head(m) for m in fleet.mirrors} == {candidate}
+    journal = journal_of(fleet)
+    intent, settled = journal[0], journal[1]
+    assert (settled["op"], settled["id"], settled["status"], settled["after"]) == (
+        "push", intent["id"], "interrupted", old,
+    )  # fmt: skip
+    assert "settled after an interrupted merge" in settled["reason"]
+    assert "settled after an interrupted merge" in result.stderr
+
+
+def test_a_mirror_that_already_holds_the_candidate_makes_a_blocked_merge_partial(fleet: Fleet) -> None:
+    other = fleet.clone_of("laptop", "bob")
+    commit(other, "laptop-only work")
+    git(other, "push", "-q", "origin", "main")
+    candidate = commit(fleet.work, "feature")
+    git(fleet.work, "push", "-q", "mini", "main")  # someone pushed the candidate to mini by hand
+    before = fleet.refs()
+
+    code, report = run_json(fleet.work, "merge")
+
+    assert fleet.refs() == before
+    assert (code, report["verdict"]) == (4, "partial")
+    status = {m["name"]: (m["status"], m["after"]) for m in report["mirrors"]}
+    assert status["mini"] == ("up-to-date", candidate)
+    assert status["laptop"][0] == "not-attempted"
+    laptop = next(m for m in report["mirrors"] if m["name"] == "laptop")
+    assert laptop["reason"] == "diverged: not pushed"
+
+
+def test_two_merges_at_once_the_second_waits_or_names_the_holder(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    fleet.hook("origin", "pre-receive", "sleep 2\n")
+    candidate = commit(fleet.work, "feature")
+    first = start_merge(fleet)
+    lock = fleet.work / ".promote" / "lock"
+    wait_for(lambda: lock.exists() and f'"pid": {first.pid}' in lock.read_text(), "the first merge's lock")
+
+    monkeypatch.setenv("PROMOTE_LOCK_WAIT_S", "0.3")
+    busy = run(fleet.work, "merge")
+    assert busy.exit_code == 2
+    [line] = busy.stderr.splitlines()
+    assert f"pid {first.pid} (`promote merge`, started " in line and "waited 0.3 s" in line
+
+    monkeypatch.setenv("PROMOTE_LOCK_WAIT_S", "20")
+    waited = run(fleet.work, "merge")
+    assert first.wait(timeout=20) == 0
+    assert waited.exit_code == 0, waited.output
+    assert waited.stdout.splitlines()[0] == f"main already at {candidate[:7]} on every mirror; nothing pushed"
+    assert {fleet.head(m) for m in fleet.mirrors} == {candidate}
