@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from pathlib import Path
 
 import pytest
 
+from promote.order import Budget
 from tests.helpers.cli import run
 from tests.helpers.packages import write_config, write_package
 
@@ -129,3 +131,35 @@ def test_bisect_by_hand_from_collection_order(tmp_path: Path) -> None:
     assert (report["verdict"], report["polluters"]) == ("order-dependent", [node_id(37)])
     # One collection, then: alone, the whole prefix, 8 halvings, a fresh check of the suspect.
     assert report["invocations"] <= math.ceil(math.log2(N)) + 4
+
+
+def test_a_short_budget_goes_to_the_victims_in_order_whichever_rerun_ends_first(tmp_path: Path) -> None:
+    write_package(tmp_path, "pkg", suite({}, {3: "assert 1 == 2", 5: "assert 1 == 3", 7: "assert 1 == 4"}, n=10))
+    (tmp_path / "promote.toml").write_text(
+        '[promote]\ntrunk = "main"\nmax_reruns = 3\n[[promote.packages]]\nname = "pkg"\npath = "pkg"\n'
+    )
+
+    code, report = promote_test(tmp_path)
+
+    assert code == 1
+    verdicts = [(v["test"], v["verdict"], v["reruns"]) for v in report["packages"][0]["reruns"]]
+    # The first victim gets its two reruns alone, the second the one left, the third none.
+    assert verdicts == [(node_id(3), "genuine", 2), (node_id(5), "undecided", 1), (node_id(7), "undecided", 0)]
+
+
+def test_the_budget_shared_by_threads_hands_out_each_rerun_once() -> None:
+    budget = Budget(500)
+    taken: list[int] = []
+
+    def take() -> None:
+        for _ in range(200):
+            taken.append(budget.take(1))
+
+    threads = [threading.Thread(target=take) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert (sum(taken), budget.left) == (500, 0)
+    budget.give(2)
+    assert budget.take(5) == 2

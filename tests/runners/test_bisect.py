@@ -5,7 +5,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from promote.runners.bisect import FLAKY, GENUINE, ORDER_DEPENDENT, UNDECIDED, classify
+from promote.runners.bisect import (
+    FLAKY,
+    GENUINE,
+    ORDER_DEPENDENT,
+    UNDECIDED,
+    Alone,
+    CannotTell,
+    Hung,
+    classify,
+    replaying,
+    rerun_alone,
+)
 
 TESTS = [f"t{i:03d}" for i in range(200)]
 
@@ -68,3 +79,35 @@ def test_budget_cut_short_is_undecided_never_a_pass() -> None:
     assert verdict.polluters == ()
     assert len(calls) == 4
     assert "budget" in verdict.detail
+
+
+def test_hanging_alone_is_genuine_after_one_rerun() -> None:
+    def run(prefix: Sequence[str]) -> bool:
+        raise Hung("t180 ran longer than the timeout")
+
+    verdict = classify("t180", TESTS[:180], run, budget=50)
+    assert (verdict.kind, verdict.reruns, verdict.detail) == (GENUINE, 1, "t180 ran longer than the timeout")
+
+
+def test_reruns_alone_made_ahead_are_replayed_not_made_again() -> None:
+    run, calls = polluted_by("t037")
+    alone = rerun_alone(run, 2)
+    # It passed alone: one rerun, no second one to confirm a failure.
+    assert alone == Alone((False,))
+    verdict = classify("t180", TESTS[:180], replaying(alone, run), budget=50)
+    assert (verdict.kind, verdict.polluters) == (ORDER_DEPENDENT, ("t037",))
+    assert calls.count(()) == 1
+    assert verdict.reruns == len(calls)
+
+
+def test_rerun_alone_stops_at_its_budget_and_keeps_what_could_not_tell() -> None:
+    assert rerun_alone(lambda prefix: True, 1) == Alone((True,))
+    assert rerun_alone(lambda prefix: True, 5) == Alone((True, True))
+
+    def broken(prefix: Sequence[str]) -> bool:
+        raise CannotTell("exit 3: INTERNALERROR SystemExit: 1")
+
+    alone = rerun_alone(broken, 2)
+    assert (alone.fails, alone.ran) == ((), 1)
+    verdict = classify("t180", TESTS[:180], replaying(alone, broken), budget=50)
+    assert (verdict.kind, verdict.detail) == (UNDECIDED, "exit 3: INTERNALERROR SystemExit: 1")
