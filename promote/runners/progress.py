@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from promote.redact import current as current_redactor
 from promote.runners.records import progress_path
 
 
@@ -95,10 +96,11 @@ class ProgressLog:
     ) -> None:
         """A test's protocol ended with `outcome`; its records and new findings survive a later crash."""
         line: dict[str, Any] = {"event": "finish", "nodeid": nodeid, "index": index, "outcome": outcome}
+        # A failure's text or a finding may quote a secret: redacted (promote.redact) before it is written.
         if records:
-            line["records"] = records
+            line["records"] = current_redactor().data(records)
         if findings:
-            line["findings"] = findings
+            line["findings"] = current_redactor().data(findings)
         self._write(line)
 
     def close(self) -> None:
