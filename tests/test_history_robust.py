@@ -85,3 +85,16 @@ def test_test_and_history_commands_survive_a_corrupt_history(tmp_path: Path) -> 
     assert listing.exit_code == 0, listing.output
     assert json.loads(listing.stdout) == {"runs": []}
     assert len(list(state.glob(f"{DB_NAME}.corrupt-*"))) == 2
+
+
+def test_audit_with_a_corrupt_history_writes_its_pages_and_keeps_the_gates_exit_code(tmp_path: Path) -> None:
+    from tests.helpers.gitrepos import make_fleet
+
+    fleet = make_fleet(tmp_path, names=("origin",))
+    clean = run(fleet.work, "audit", "--json")
+    (fleet.work / ".promote" / DB_NAME).write_bytes(GARBAGE)
+    result = run(fleet.work, "audit", "--json")
+    assert result.exit_code == clean.exit_code != 2, result.output
+    pages = json.loads(result.stdout)["pages"]
+    assert all(Path(p).is_file() for p in (pages["md"], pages["html"], pages["json"]))
+    assert "starting a new history" in result.stderr and "Traceback" not in result.stderr
