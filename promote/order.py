@@ -137,8 +137,15 @@ def rerun_alone(rerunner: Rerunner, victims: Sequence[str], budget: Budget) -> l
     """
     grants = [budget.take(2) for _ in victims]
     workers = max(1, min(len(victims), os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rerun") as pool:
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rerun")
+    try:
         found = list(pool.map(lambda v, g: bisect.rerun_alone(oracle(rerunner, v), g), victims, grants))
+    except BaseException:
+        # Interrupted (Ctrl-C): the reruns under way are killed, not waited for, and no more start.
+        rerunner.stop()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     budget.give(sum(g - a.ran for g, a in zip(grants, found, strict=True)))
     return found
 

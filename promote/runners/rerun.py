@@ -92,8 +92,15 @@ class Rerunner:
         self.station = station
         self.invocations = 0
         self._lock = threading.Lock()
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        """Kill the reruns under way and refuse new ones (the caller is being interrupted)."""
+        self._stopped.set()
 
     def _next_dir(self, name: str | None = None) -> Path:
+        if self._stopped.is_set():
+            raise RerunError(f"the reruns of {self.pkg.name} were stopped")
         with self._lock:
             self.invocations += 1
             out_dir = self.base / (name or f"rerun-{self.invocations:03d}")
@@ -150,7 +157,7 @@ class Rerunner:
                 proc.wait(timeout=POLL_S)
             watch.poll()
             overran = bound is not None and time.monotonic() > bound
-            if watch.timed_out or overran:
+            if watch.timed_out or overran or self._stopped.is_set():
                 _kill_group(proc)
         watch.poll()
         return Ran(int(proc.returncode), log, tuple(watch.timed_out), overran)

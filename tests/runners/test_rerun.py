@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -183,3 +186,53 @@ def test_telling_line_of_an_internal_error_and_of_a_usage_error(tmp_path: Path) 
     assert telling_line(log, 4) == "exit 4: ERROR: usage: python -m pytest [options]"
     log.write_text("\n==== 3 deselected in 0.01s ====\n")
     assert telling_line(log, 5) == "exit 5: 3 deselected in 0.01s"
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="reads /proc")
+def test_an_interrupted_promote_test_kills_the_reruns_under_way(tmp_path: Path) -> None:
+    files = {
+        "polluted.py": "STATE = {}\n",
+        "test_a.py": """\
+            import time
+            import polluted
+
+            def test_first():
+                polluted.STATE["ran"] = True
+
+            def test_hangs_alone():
+                if "ran" not in polluted.STATE:
+                    time.sleep(120)
+                assert False
+            """,
+    }
+    write_package(tmp_path, "pkg", files)
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])  # no timeout: only the interrupt ends the rerun
+    proc = subprocess.Popen([sys.executable, "-m", "promote", "test"], cwd=tmp_path, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(tmp_path.glob(".promote/runs/*/pkg/reruns/rerun-001/progress-*.jsonl")):
+            assert time.monotonic() < deadline and proc.poll() is None, "the rerun never started"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert not any(alive(int(p.name)) for p in running_under(tmp_path))
+
+
+def running_under(path: Path) -> list[Path]:
+    """/proc entries of processes whose command line or working directory is under `path`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if str(path) in cmdline or cwd.startswith(str(path)):
+            found.append(entry)
+    return found
