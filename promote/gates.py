@@ -45,6 +45,8 @@ def tested(run: RunResult | None, deltas: Deltas | None, ci: CheckOutcome | None
             f"{p.skipped} skipped, {p.blocked} blocked, {p.crashed} crashed"
         )
         statuses.append(PASS if p.green else FAIL)
+        # A package that ran nothing (or ended unexplained) shows 0s above: say why here.
+        lines += [f"{p.name}: {f.message}" for f in p.findings if f.check == "package-error" and f.subject == p.name]
     if any(f.check == "rerun-undecided" for f in run.findings):
         statuses.append(UNDECIDED)
         lines.append("the cause of some failures is undecided (rerun budget)")
