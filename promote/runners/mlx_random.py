@@ -4,7 +4,8 @@ A draw without an explicit `key=` advances the generator's key `k` to `split(k)[
 KeySequence; `mx.compile(..., inputs=mx.random.state, outputs=mx.random.state)` does the same inside
 the compiled graph). So between two snapshots the key changed by draws alone when the new key is on
 that successor chain. Told apart without MLX work in the usual case:
-- `mx.random.seed` is wrapped: a call bumps a counter (a seed is a leak, whatever key it made).
+- `mx.random.seed` is wrapped: a call bumps a counter. A seed is a leak unless the test seeded back
+  to the key it found (then the key is on the chain again, searched by value a short way).
 - every drawing function of `mx.random` is wrapped to note which key it replaced with which, so the
   key after a test is followed back to the key before it through identity alone.
 - `mx.random.state` rebound to another object is a leak (code that reads the attribute sees it).
@@ -23,6 +24,7 @@ from promote.runners.probes import Change
 # Not draws: `key` and `split` take an explicit key and leave the global one alone.
 NOT_DRAWS = frozenset({"seed", "key", "split", "state"})
 MAX_DRAWS = 4096
+MAX_DRAWS_AFTER_SEED = 64
 FIRST_BLOCK = 8
 MAX_BLOCK = 512
 # Followed segments of draws kept at most; past it the notes start over (and the value search answers).
@@ -115,11 +117,18 @@ class RandomTracker:
         return out
 
     def drew_only(self, before: RandomSnapshot, after: RandomSnapshot) -> bool:
-        """Whether the generator changed only by drawing numbers (ordinary use, restored without a finding)."""
-        if after.state is not before.state or after.seeds != before.seeds:
+        """Whether the generator changed only by drawing numbers (ordinary use, restored without a finding).
+
+        A test that seeded and then seeded back to the key it found (a `with seeded(n):` block) drew only.
+        """
+        if after.state is not before.state:
             return False
         key = self._follow(after.key, before.key)
-        return key is before.key or self._on_chain(before.key, key)
+        if key is before.key:
+            return True
+        # After a seed the chain is searched only a little way: a seed that stays is found at once.
+        limit = MAX_DRAWS if after.seeds == before.seeds else MAX_DRAWS_AFTER_SEED
+        return self._on_chain(before.key, key, limit)
 
     def _follow(self, key: Any, stop: Any) -> Any:
         """The earliest key that the draws we saw lead from to `key` (`stop` once reached)."""
@@ -132,8 +141,8 @@ class RandomTracker:
             key = seen[1]
         return key
 
-    def _on_chain(self, start: Any, target: Any) -> bool:
-        """Whether `target` equals `start` or a key up to MAX_DRAWS draws after it (MLX work, in blocks)."""
+    def _on_chain(self, start: Any, target: Any, limit: int) -> bool:
+        """Whether `target` equals `start` or a key up to `limit` draws after it (MLX work, in blocks)."""
         mx = self.mx
         try:
             key = start
@@ -141,7 +150,8 @@ class RandomTracker:
                 return True
             # Blocks that double: a few draws cost a small evaluation, thousands a few large ones.
             block, searched = FIRST_BLOCK, 0
-            while searched < MAX_DRAWS:
+            while searched < limit:
+                block = min(block, limit - searched)
                 chain = []
                 for _ in range(block):
                     key = self.split(key)[0]

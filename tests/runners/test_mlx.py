@@ -202,6 +202,13 @@ RANDOM = """
             sample(mx.zeros((4,)))
         assert mx.random.state[0].tolist() != seen["key"]
 
+    def test_b2_seeds_and_seeds_back_to_the_key_it_found():
+        hi, lo = mx.random.state[0].tolist()
+        mx.random.seed(5)
+        mx.random.normal((2,))
+        mx.random.seed((hi << 32) | lo)
+        mx.random.normal((2,))
+
     def test_c_sees_the_key_from_before_the_draws():
         assert mx.random.state[0].tolist() == seen["key"]
 
@@ -227,14 +234,14 @@ def test_drawing_random_numbers_is_restored_quietly_and_seeding_or_replacing_is_
 
     rec = record(pytester, subprocess=True)
 
-    rec.run.assert_outcomes(passed=6)
+    rec.run.assert_outcomes(passed=7)
     found = rec.findings("leaked-state")
     assert [f.subject for f in found] == ["test_random.py::test_d_seeds", "test_random.py::test_e_replaces_the_state"]
     assert "mlx.random.state (mx.random.seed): key[" in found[0].message and "-> key[0, 7]" in found[0].message
     assert "(attribute rebound)" in found[1].message or "(key not from a draw)" in found[1].message
     assert all(f.message.count("mlx.random.state") == 1 for f in found)
-    # The two tests that only drew had the key put back, counted, without a finding.
-    assert rec.results[0].random_draws_restored == 2
+    # The three tests that only drew (one between seeding and seeding back) had the key put back, counted.
+    assert rec.results[0].random_draws_restored == 3
 
 
 def test_a_key_is_told_from_a_draw_by_the_successor_chain_mlx_advances() -> None:
@@ -249,7 +256,9 @@ def test_a_key_is_told_from_a_draw_by_the_successor_chain_mlx_advances() -> None
         drawn = mx.random.split(mx.random.split(start.key)[0])[0]
         assert tracker.drew_only(start, RandomSnapshot(start.state, drawn, start.seeds))
         assert not tracker.drew_only(start, RandomSnapshot(start.state, mx.random.key(7), start.seeds))
-        assert not tracker.drew_only(start, RandomSnapshot(start.state, drawn, start.seeds + 1))
+        # Seeded: a leak, unless the key is back on the chain (seeded back to the key it found, then drew).
+        assert not tracker.drew_only(start, RandomSnapshot(start.state, mx.random.key(7), start.seeds + 1))
+        assert tracker.drew_only(start, RandomSnapshot(start.state, drawn, start.seeds + 1))
         assert not tracker.drew_only(start, RandomSnapshot([drawn], drawn, start.seeds))
         # Through the wrapped drawing functions: followed by identity alone.
         mx.random.normal((2,))
