@@ -105,8 +105,7 @@ def survey_ci(root: Path, config: Config, inventory: Sequence[str]) -> CIReport:
                 why = "no CI test command covers it" if decisions else "no CI job runs pytest or unittest"
                 not_run.append(NotRun(raw, why, None))
     findings = [Finding("ci-workflow-invalid", "error", p.source, p.message) for p in problems]
-    findings += [_unreachable(p) for p in plans if p.unreachable]
-    findings += _filtered(not_run, Counter(NodeId.parse(raw).module for raw in inventory))
+    findings += _grouped(not_run, plans, Counter(NodeId.parse(raw).module for raw in inventory))
     reports = tuple(_report(p, run_by[testing.index(p)] if p in testing else 0) for p in plans)
     return CIReport(
         repository=repository,
@@ -164,25 +163,50 @@ def outcome(r: CIReport) -> CheckOutcome:
     return CheckOutcome(NAME, PASS, f"CI runs all {r.inventory} test ids", tuple(evidence), r.findings)
 
 
-def _unreachable(p: JobPlan) -> Finding:
-    subject = f"{p.job.source}: job {p.job.name}"
-    return Finding("ci-unreachable-runner", "error", subject, f"{p.label} {p.why}; none of its tests run in CI")
+def _subject(p: JobPlan) -> str:
+    return f"{p.job.source}: job {p.job.name}"
 
 
-def _filtered(not_run: list[NotRun], per_module: Counter[str]) -> list[Finding]:
-    """One finding per module when CI runs none of its tests for one reason, else one per test."""
-    by_module: dict[str, list[NotRun]] = {}
+def _grouped(not_run: list[NotRun], plans: list[JobPlan], per_module: Counter[str]) -> list[Finding]:
+    """One finding per job that cannot run and per filter, each listing the modules and tests it leaves out.
+
+    A test is grouped under its first reason (`cause`: a filter, or a job that never runs here). The
+    tests only an unreachable job would run are told in that job's `ci-unreachable-runner` finding,
+    not once more as `ci-filtered`.
+    """
+    groups: dict[str, list[NotRun]] = {}
     for n in not_run:
-        by_module.setdefault(NodeId.parse(n.test).module, []).append(n)
+        groups.setdefault(n.cause or n.why, []).append(n)
     found = []
-    for module, tests in by_module.items():
-        whys = {n.why for n in tests}
-        if len(tests) == per_module[module] and len(whys) == 1:
-            message = f"no CI job runs {module} ({len(tests)} test(s)): {tests[0].why}"
-            found.append(Finding("ci-filtered", "error", module, message, tests[0].cause))
-        else:
-            found += [Finding("ci-filtered", "error", n.test, f"no CI job runs it: {n.why}", n.cause) for n in tests]
+    for p in plans:
+        if p.unreachable:
+            tests = groups.pop(f"{p.label} {p.why}", [])
+            left_out = f": {_counted(tests, per_module)} no other job runs" if tests else ""
+            message = f"{p.label} {p.why}; none of its tests run in CI{left_out}"
+            found.append(Finding("ci-unreachable-runner", "error", _subject(p), message))
+    for reason, tests in groups.items():
+        whys = dict.fromkeys(w for n in tests for w in n.why.split("; "))
+        message = f"no CI job runs {_counted(tests, per_module)}: {'; '.join(whys)}"
+        found.append(Finding("ci-filtered", "error", _where(reason, plans), message, tests[0].cause))
     return found
+
+
+def _where(reason: str, plans: list[JobPlan]) -> str:
+    """The subject for a reason: `source: job name: filter` for a job's filter, the job for the job itself."""
+    for p in plans:
+        if reason.endswith(f" in {p.label}"):
+            return f"{_subject(p)}: {reason.removesuffix(f' in {p.label}')}"
+        if reason.startswith(f"{p.label} "):
+            return _subject(p)
+    return reason
+
+
+def _counted(tests: list[NotRun], per_module: Counter[str], shown: int = 3) -> str:
+    """`N test id(s) in M module(s) (a, b (1 of 2), c +K more)`: a module named alone when all its tests are in."""
+    modules = Counter(NodeId.parse(n.test).module for n in tests)
+    names = [m if k == per_module[m] else f"{m} ({k} of {per_module[m]})" for m, k in modules.items()]
+    more = f" +{len(names) - shown} more" if len(names) > shown else ""
+    return f"{len(tests)} test id(s) in {len(names)} module(s) ({', '.join(names[:shown])}{more})"
 
 
 def _report(p: JobPlan, tests_run: int) -> JobReport:

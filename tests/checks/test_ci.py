@@ -97,35 +97,37 @@ def test_incident_workflows_name_every_filter_and_every_job_that_cannot_run(tmp_
 
     assert outcome.status == "fail"
     found = by_subject(outcome)
+    # One finding per filter and per job that cannot run, each listing what it leaves out.
     assert sorted(found) == [
         ".github/workflows/broken.yml",
         ".github/workflows/ci.yml: job mac",
+        ".github/workflows/ci.yml: job tests: --ignore=tests/test_stream.py",
+        '.github/workflows/ci.yml: job tests: -k "not device"',
         ".github/workflows/ci.yml: job upstream",
         ".github/workflows/unit.yaml: job unit (gpu-box)",
-        "integration/test_e2e.py",
-        "tests/test_device.py::test_pin",
-        "tests/test_model.py::test_device_leak",
-        "tests/test_stream.py",
     ]
     # The broken file is named with its line; the other workflows were still audited.
     assert found[".github/workflows/broken.yml"].startswith("ci-workflow-invalid: .github/workflows/broken.yml:5:")
-    assert found["tests/test_stream.py"] == (
-        "ci-filtered: no CI job runs tests/test_stream.py (2 test(s)): --ignore=tests/test_stream.py in job `tests` "
-        "of .github/workflows/ci.yml; job `mac` of .github/workflows/ci.yml needs runner [self-hosted, macos], "
-        "which this repository does not have (runners: ubuntu-latest)"
+    assert found[".github/workflows/ci.yml: job tests: --ignore=tests/test_stream.py"] == (
+        "ci-filtered: no CI job runs 2 test id(s) in 1 module(s) (tests/test_stream.py): --ignore=tests/test_stream.py "
+        "in job `tests` of .github/workflows/ci.yml; job `mac` of .github/workflows/ci.yml needs runner "
+        "[self-hosted, macos], which this repository does not have (runners: ubuntu-latest)"
     )
-    assert found["tests/test_device.py::test_pin"] == (
-        'ci-filtered: no CI job runs it: -k "not device" in job `tests` of .github/workflows/ci.yml'
+    # A filter that drops part of two modules says how much of each.
+    assert found['.github/workflows/ci.yml: job tests: -k "not device"'] == (
+        "ci-filtered: no CI job runs 2 test id(s) in 2 module(s) (tests/test_device.py (1 of 2), "
+        'tests/test_model.py (1 of 2)): -k "not device" in job `tests` of .github/workflows/ci.yml'
     )
-    assert "tests/test_model.py::test_load" not in found
     # A TestCase the -k filter drops is still run by the unittest job on the hosted matrix entries.
-    assert "tests/test_device.py::DeviceCase::test_cpu" not in found
-    assert found["integration/test_e2e.py"].endswith(
-        "job `upstream` of .github/workflows/ci.yml runs only in another repository "
-        "(`if: github.repository == 'upstream/name'` is false in me/name, e.g. in a fork)"
+    assert not [f for f in outcome.findings if "test_device.py::DeviceCase" in f.message]
+    # The tests only the fork-pinned job would run are told in its finding, not once more as ci-filtered.
+    assert found[".github/workflows/ci.yml: job upstream"] == (
+        "ci-unreachable-runner: job `upstream` of .github/workflows/ci.yml runs only in another repository "
+        "(`if: github.repository == 'upstream/name'` is false in me/name, e.g. in a fork); none of its tests run "
+        "in CI: 1 test id(s) in 1 module(s) (integration/test_e2e.py) no other job runs"
     )
     assert found[".github/workflows/ci.yml: job mac"].startswith("ci-unreachable-runner: job `mac`")
-    stream = next(f for f in outcome.findings if f.subject == "tests/test_stream.py")
+    stream = next(f for f in outcome.findings if f.subject.endswith("--ignore=tests/test_stream.py"))
     assert stream.cause == "--ignore=tests/test_stream.py in job `tests` of .github/workflows/ci.yml"
     assert "3 job(s) run 2 of 7 test ids" in outcome.evidence
     assert outcome.reason == (
@@ -234,13 +236,15 @@ def test_hosted_labels_count_only_while_hosted_runners_are_available(tmp_path: P
     outcome = audit_ci(tmp_path, cfg, INVENTORY)
 
     assert outcome.status == "fail"
-    assert outcome.findings[0].check == "ci-unreachable-runner"
-    assert {f.subject for f in outcome.findings if f.check == "ci-filtered"} == {
-        "tests/test_stream.py",
-        "tests/test_device.py",
-        "tests/test_model.py",
-        "integration/test_e2e.py",
-    }
+    # The only testing job cannot run: one finding for it and the 7 tests of 4 modules it leaves out.
+    assert [(f.check, f.subject) for f in outcome.findings] == [
+        ("ci-unreachable-runner", ".github/workflows/t.yml: job t")
+    ]
+    assert outcome.findings[0].message.endswith(
+        "none of its tests run in CI: 7 test id(s) in 4 module(s) "
+        "(tests/test_stream.py, tests/test_device.py, tests/test_model.py +1 more) no other job runs"
+    )
+    assert outcome.reason == "7 of 7 test ids are run by no CI job; 1 job(s) cannot run in this repository"
 
 
 def test_nox_sessions_run_from_a_workflow_pass_their_posargs_to_pytest(tmp_path: Path) -> None:
