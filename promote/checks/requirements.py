@@ -143,7 +143,7 @@ def _affected(group: Sequence[Blocked]) -> tuple[str, str | None, str]:
         return tests[0].test, None, ""
     parts = []
     if tests:
-        holders = ", ".join(f"{h} ({n})" for h, n in list(held.items())[:SHOWN])
+        holders = ", ".join(f"{h} ({n})" for h, n in held.most_common(SHOWN))
         holders += f" (+{len(held) - SHOWN} more)" if len(held) > SHOWN else ""
         ids = [b.test for b in tests]
         listed = ", ".join(ids[:SHOWN]) + (f" (+{len(ids) - SHOWN} more)" if len(ids) > SHOWN else "")

@@ -292,7 +292,7 @@ def test_one_finding_per_requirement_names_its_holders_and_its_main_one_is_the_s
     ]
     assert result.findings[0].message == (
         "needs hub:org/model, which no station has: it can never run; 5 test(s) via "
-        "tests/test_utils.py::TestUtils (1), tests/test_gen.py::TestGen::setUpClass (3), tests/test_other.py (1): "
+        "tests/test_gen.py::TestGen::setUpClass (3), tests/test_utils.py::TestUtils (1), tests/test_other.py (1): "
         "tests/test_utils.py::TestUtils::test_load, "
         "tests/test_gen.py::TestGen::test_0, tests/test_gen.py::TestGen::test_1 (+2 more)"
     )

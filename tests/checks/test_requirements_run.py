@@ -12,7 +12,7 @@ from promote.checks.requirement_rules import infer_failure
 from promote.checks.requirements import rules_of
 from promote.config import RequirementsConfig
 from promote.stations import Station
-from tests.helpers.cli import run
+from tests.helpers.cli import run, run_json
 from tests.helpers.packages import write_package
 from tests.runners.support import record
 
@@ -190,3 +190,108 @@ def test_promote_test_blocks_what_no_station_or_only_some_can_run_and_keeps_genu
     lines = human.splitlines()
     failed = lines[lines.index("failed:") + 1 : lines.index("findings:") - 1]
     assert failed == ["  req: test_req.py::test_genuine (failed)"]
+
+
+HOLDERS = {
+    "tests/conftest.py": """
+        import pytest
+        from huggingface_hub import hf_hub_download
+
+        @pytest.fixture(scope="module")
+        def plain_model():
+            return hf_hub_download("org/fixture-model", "config.json")
+    """,
+    "tests/test_gen.py": """
+        import unittest
+        from huggingface_hub import snapshot_download
+
+        class TestGen(unittest.TestCase):
+            @classmethod
+            def setUpClass(cls):
+                cls.path = snapshot_download(repo_id="mlx-community/shared-4bit")
+
+            def test_a(self):
+                pass
+
+            def test_b(self):
+                pass
+
+            def test_c(self):
+                pass
+    """,
+    "tests/test_cache.py": """
+        import unittest
+        from huggingface_hub import snapshot_download
+
+        class TestCache(unittest.TestCase):
+            @classmethod
+            def setUpClass(cls):
+                snapshot_download(repo_id="mlx-community/shared-4bit")
+
+            def test_d(self):
+                pass
+
+            def test_e(self):
+                pass
+    """,
+    "tests/test_mod.py": """
+        from huggingface_hub import hf_hub_download
+
+        def setUpModule():
+            hf_hub_download("org/module-model", "config.json")
+
+        def test_m():
+            pass
+    """,
+    "tests/test_fix.py": """
+        def test_f(plain_model):
+            pass
+    """,
+    "tests/test_xunit.py": """
+        from huggingface_hub import hf_hub_download
+
+        class TestX:
+            @classmethod
+            def setup_class(cls):
+                hf_hub_download("org/xunit-model", "config.json")
+
+            def test_x(self):
+                pass
+    """,
+}
+
+
+def test_a_requirement_is_attributed_to_the_package_code_that_holds_it_and_reported_once(tmp_path: Path) -> None:
+    write_package(tmp_path, "pkg", HOLDERS)
+    env = ", ".join(f'{k} = "{v}"' for k, v in offline_env(tmp_path).items() if k != "MODELS")
+    (tmp_path / "promote.toml").write_text(
+        f'[promote]\ntrunk = "main"\n\n[[promote.packages]]\nname = "pkg"\npath = "pkg"\nenv = {{ {env} }}\n'
+    )
+
+    code, report = run_json(tmp_path, "test")
+
+    assert code == 1
+    fixtures = {b["test"]: b["fixture"] for b in report["packages"][0]["blockers"]}
+    gen, cache = "tests/test_gen.py::TestGen::setUpClass", "tests/test_cache.py::TestCache::setUpClass"
+    assert fixtures == {
+        **{f"tests/test_gen.py::TestGen::test_{n}": gen for n in "abc"},
+        **{f"tests/test_cache.py::TestCache::test_{n}": cache for n in "de"},
+        "tests/test_mod.py::test_m": "tests/test_mod.py::setUpModule",
+        "tests/test_fix.py::test_f": "tests/conftest.py::plain_model",
+        "tests/test_xunit.py::TestX::test_x": "tests/test_xunit.py::TestX::setup_class",
+    }
+    found = [(f["subject"], f["cause"]) for f in report["findings"] if f["check"] == "impossible-requirement"]
+    # One finding per requirement: the shared model's names both classes, its main holder the subject.
+    assert sorted(found) == sorted(
+        [
+            (gen, gen),
+            ("tests/test_mod.py::setUpModule", "tests/test_mod.py::setUpModule"),
+            ("tests/conftest.py::plain_model", "tests/conftest.py::plain_model"),
+            ("tests/test_xunit.py::TestX::setup_class", "tests/test_xunit.py::TestX::setup_class"),
+        ]
+    )
+    shared = next(f["message"] for f in report["findings"] if f["subject"] == gen)
+    assert shared.startswith(
+        "needs hub:mlx-community/shared-4bit, which no station has: it can never run; 5 test(s) via "
+    )
+    assert f"{gen} (3), {cache} (2): " in shared
