@@ -198,7 +198,8 @@ def _where(reason: str, plans: list[JobPlan]) -> str:
             return f"{_subject(p)}: {reason.removesuffix(f' in {p.label}')}"
         if reason.startswith(f"{p.label} "):
             return _subject(p)
-    return reason
+    # Not one job's doing ("no CI test command covers it"): the workflows as a whole.
+    return WORKFLOWS
 
 
 def _counted(tests: list[NotRun], per_module: Counter[str], shown: int = 3) -> str:

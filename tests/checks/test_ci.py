@@ -310,6 +310,20 @@ def test_ini_addopts_working_directory_and_repository_scripts_are_followed(tmp_p
         "packages/a/tests/test_slow.py::test_slow": "--ignore=tests/test_slow.py in job `t` of .github/workflows/t.yml",
         "packages/b/tests/test_b.py::test_b": "no CI test command covers it",
     }
+    # A filter's finding is the job's filter; what no command covers is the workflows' as a whole.
+    assert [(f.subject, f.message, f.cause) for f in report.findings] == [
+        (
+            ".github/workflows/t.yml: job t: --ignore=tests/test_slow.py",
+            "no CI job runs 1 test id(s) in 1 module(s) (packages/a/tests/test_slow.py): "
+            "--ignore=tests/test_slow.py in job `t` of .github/workflows/t.yml",
+            "--ignore=tests/test_slow.py in job `t` of .github/workflows/t.yml",
+        ),
+        (
+            ".github/workflows",
+            "no CI job runs 1 test id(s) in 1 module(s) (packages/b/tests/test_b.py): no CI test command covers it",
+            None,
+        ),
+    ]
 
 
 def test_launchers_the_audit_cannot_read_make_the_outcome_undecided(tmp_path: Path) -> None:
