@@ -79,7 +79,7 @@ def load(path: Path) -> Config:
         raise ConfigError(f"{path}: no [{prefix}] table")
     config = Parser(path, prefix).config(table)
     # Whatever a package's env sets may be a credential: its values are redacted from every output.
-    register(value for pkg in config.packages for _, value in pkg.env)
+    register(item for pkg in config.packages for item in pkg.env)
     return config
 
 

@@ -37,6 +37,7 @@ _SECRET_SUFFIXES = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY")
 _NOT_SECRET = re.compile(
     r"XDG_.*|SSH_AUTH_SOCK|DBUS_SESSION_BUS_ADDRESS|SESSION_MANAGER|DESKTOP_SESSION|GPG_AGENT_INFO|.*_ASKPASS"
 )
+_NUMBER = re.compile(r"[-+]?[0-9]+(?:\.[0-9]+)?")
 _TOO_COMMON = frozenset({"true", "false", "none", "null", "yes", "no", "on", "off"})
 
 # scheme://user:secret@host or scheme://token@host: everything between "//" and "@" is secret.
@@ -83,10 +84,22 @@ def worth_redacting(value: str) -> bool:
     return len(value) >= MIN_VALUE_CHARS and value.strip().lower() not in _TOO_COMMON
 
 
+def plain_setting(value: str) -> bool:
+    """Whether a package `env` value is plainly configuration: a number, or the absolute path of something that exists.
+
+    Such values stay visible when their variable's name does not look secret: a model directory masked as
+    `***` would hide which checkpoint a test needed, and no credential is a path that exists on disk.
+    """
+    v = value.strip()
+    return _NUMBER.fullmatch(v) is not None or (os.path.isabs(v) and os.path.exists(v))
+
+
 def environ_secrets(env: Mapping[str, str], names: Iterable[str] = ()) -> frozenset[str]:
     """The values in `env` to redact: of secret-looking names, of `names`, and of those PACKAGE_ENV_NAMES lists."""
     chosen = {*names, *(n for n in env.get(PACKAGE_ENV_NAMES, "").split(",") if n)}
-    return frozenset(v for k, v in env.items() if (k in chosen or secret_name(k)) and worth_redacting(v))
+    return frozenset(
+        v for k, v in env.items() if worth_redacting(v) and (secret_name(k) or (k in chosen and not plain_setting(v)))
+    )
 
 
 class Redactor:
@@ -134,9 +147,9 @@ class Redactor:
 _registered: set[str] = set()
 
 
-def register(values: Iterable[str]) -> None:
-    """Add secret values (a package's `env` values) to what `redact` hides in this process."""
-    _registered.update(v for v in values if worth_redacting(v))
+def register(env: Iterable[tuple[str, str]]) -> None:
+    """Add a package's `env` values to what `redact` hides in this process (plain settings only under secret names)."""
+    _registered.update(v for k, v in env if worth_redacting(v) and (secret_name(k) or not plain_setting(v)))
 
 
 @lru_cache(maxsize=8)
