@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import re
+import sys
+from pathlib import Path
+
 import nox
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # nox itself depends on tomli there
+    import tomli as tomllib
 
 nox.options.sessions = ["tests", "lint", "typecheck"]
 nox.options.reuse_existing_virtualenvs = True
@@ -12,6 +21,35 @@ nox.options.reuse_existing_virtualenvs = True
 def tests(session: nox.Session) -> None:
     """Run the test suite in parallel, slow end-to-end tests included."""
     session.install("-e", ".[dev]")
+    session.run("pytest", "-n", "auto", *session.posargs)
+
+
+# The dependencies promote imports or drives itself; their lower bounds are the versions it claims to work with.
+OLDEST = ("click", "jinja2", "MarkupSafe", "pytest", "pytest-xdist", "PyYAML")
+
+
+def oldest_constraints() -> list[str]:
+    """`name==X.Y.*` for each of OLDEST, from its `>=X.Y` lower bound in pyproject.toml."""
+    project = tomllib.loads(Path("pyproject.toml").read_text(encoding="utf-8"))["project"]
+    bounds = {}
+    for requirement in project["dependencies"]:
+        found = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*>=\s*([0-9][0-9.]*)", requirement.split(";")[0].strip())
+        if found:
+            bounds[found[1].lower()] = found[2]
+    missing = [name for name in OLDEST if name.lower() not in bounds]
+    if missing:
+        raise ValueError(f"pyproject.toml declares no '>=' lower bound for {', '.join(missing)}")
+    return [f"{name}=={bounds[name.lower()]}.*" for name in OLDEST]
+
+
+@nox.session
+def oldest(session: nox.Session) -> None:
+    """Run the test suite with the oldest versions of promote's core dependencies that pyproject allows."""
+    constraints = Path(session.create_tmp()) / "oldest-constraints.txt"
+    constraints.write_text("".join(f"{line}\n" for line in oldest_constraints()), encoding="utf-8")
+    session.log("constraints: " + ", ".join(oldest_constraints()))
+    session.install("-c", str(constraints), "-e", ".[dev]")
+    session.run("python", "-m", "pip", "freeze")
     session.run("pytest", "-n", "auto", *session.posargs)
 
 

@@ -61,7 +61,8 @@ def test_crash_is_named_and_the_rest_of_the_package_still_runs(tmp_path: Path) -
     pkg = package_of(report, "mixed")
     # The unittest parent with a failing subtest is failed; its subtests are counted apart.
     assert (pkg["passed"], pkg["failed"], pkg["crashed"]) == (2, 2, 1)
-    assert pkg["subtests"] == {"passed": 2, "failed": 1}
+    subtests = pytest.version_tuple >= (9,)  # pytest 8 reports no unittest subtests
+    assert pkg["subtests"] == ({"passed": 2, "failed": 1} if subtests else {})
     crash = [f for f in report["findings"] if f["check"] == "worker-crash"]
     assert [(f["subject"], f["cause"]) for f in crash] == [("test_mixed.py::test_dies",) * 2]
     assert set(report) >= {"run", "packages", "findings"}
@@ -70,7 +71,9 @@ def test_crash_is_named_and_the_rest_of_the_package_still_runs(tmp_path: Path) -
     assert (run_dir / "run.json").is_file()
     junit = ET.parse(run_dir / "mixed" / "junit.xml").getroot().find("testsuite")
     assert junit is not None
-    assert (junit.get("tests"), junit.get("failures"), junit.get("errors")) == ("8", "3", "1")
+    assert (junit.get("tests"), junit.get("failures"), junit.get("errors")) == (
+        ("8", "3", "1") if subtests else ("5", "2", "1")
+    )
     names = [c.get("name") for c in junit.iter("testcase")]
     assert "test_dies" in names and "test_after_the_crash" in names
 

@@ -299,7 +299,8 @@ def test_the_progress_log_alone_rebuilds_every_record_the_results_file_holds(pyt
     assert sorted(rebuilt, key=lambda t: (t.index, t.nodeid)) == sorted(
         results.tests, key=lambda t: (t.index, t.nodeid)
     )
-    assert len(rebuilt) == len(results.tests) >= 12
+    # Ten tests, and two subtests where pytest reports unittest's (pytest 9).
+    assert len(rebuilt) == len(results.tests) == (12 if pytest.version_tuple >= (9,) else 10)
     assert findings == list(results.findings)
     # The passing tests took the short line; the rest carry their records.
     lines = progress_path(out_dir(pytester), "main").read_text().splitlines()
