@@ -46,8 +46,9 @@ def error_handler() -> Iterator[None]:
     except PromoteError as e:
         from promote.redact import clean
 
-        print(f"promote: error: {clean(str(e))}", file=sys.stderr)
+        # Flushed: an in-process caller (click 8.1's CliRunner) may swap sys.stderr out before exit flushes it.
+        print(f"promote: error: {clean(str(e))}", file=sys.stderr, flush=True)
         raise SystemExit(e.exit_code) from None
     except KeyboardInterrupt:
-        print("promote: interrupted", file=sys.stderr)
+        print("promote: interrupted", file=sys.stderr, flush=True)
         raise SystemExit(EXIT_INTERRUPTED) from None

@@ -132,7 +132,9 @@ def test_hub_cache_reading_agrees_with_huggingface_hubs_own_scanner(tmp_path: Pa
     ours, note = cached_hub_models(cache)
 
     assert note is None
-    assert list(ours) == theirs
+    # huggingface_hub's scanner before 2.0 rejects kernel repos (with a warning naming the repo type).
+    knows_kernels = not any("found `kernel`" in str(w) for w in info.warnings)
+    assert [m for m in ours if knows_kernels or not m.startswith("hub:kernels/")] == theirs
     assert ours == (
         "hub:kernels/org/flash",
         "hub:mlx-community/Complete-4bit",

@@ -16,7 +16,7 @@ CODE = {
 }
 
 
-def setup(tmp_path: Path, pages: dict[str, str]) -> tuple[Path, Path, Config]:
+def make_repos(tmp_path: Path, pages: dict[str, str]) -> tuple[Path, Path, Config]:
     """A code repository with a kill switch and a docs repository with `pages` committed."""
     code = tmp_path / "code"
     code.mkdir()
@@ -39,7 +39,7 @@ def write_config(code: Path, repo: str = "../docs", pattern: str = "SANCTUM_[A-Z
 
 def test_every_feature_with_a_page_passes_and_names_the_pages(tmp_path: Path) -> None:
     pages = {"docs/features/dflash2.md": "# DFlash2\n\nTurn it off with `SANCTUM_MLX_DFLASH2=0`.\n"}
-    code, docs, cfg = setup(tmp_path, pages)
+    code, docs, cfg = make_repos(tmp_path, pages)
     deployed = git(code, "rev-parse", "HEAD")
 
     outcome = audit_docs(code, cfg, deployed)
@@ -56,7 +56,9 @@ def test_every_feature_with_a_page_passes_and_names_the_pages(tmp_path: Path) ->
 
 def test_feature_without_a_page_is_undocumented_and_says_where_it_was_found(tmp_path: Path) -> None:
     # A page outside the globs and an uncommitted page do not count; mentions are case-sensitive.
-    code, docs, cfg = setup(tmp_path, {"README.md": "SANCTUM_MLX_DFLASH2\n", "docs/dflash.md": "dflash2 is fast\n"})
+    code, docs, cfg = make_repos(
+        tmp_path, {"README.md": "SANCTUM_MLX_DFLASH2\n", "docs/dflash.md": "dflash2 is fast\n"}
+    )
     (docs / "docs/draft.md").write_text("DFlash2 and SANCTUM_MLX_DFLASH2, not yet committed\n")
     deployed = git(code, "rev-parse", "HEAD")
 
@@ -81,7 +83,7 @@ def test_feature_without_a_page_is_undocumented_and_says_where_it_was_found(tmp_
 
 
 def test_switches_are_read_at_the_deployed_commit_not_the_candidate(tmp_path: Path) -> None:
-    code, _, cfg = setup(tmp_path, {"docs/dflash.md": "DFlash2: SANCTUM_MLX_DFLASH2\n"})
+    code, _, cfg = make_repos(tmp_path, {"docs/dflash.md": "DFlash2: SANCTUM_MLX_DFLASH2\n"})
     deployed = git(code, "rev-parse", "HEAD")
     commit(code, "new switch", {"sanctum/new.py": 'FLAG = "SANCTUM_NEW_SWITCH"\n'})
 
@@ -96,7 +98,7 @@ def test_switches_are_read_at_the_deployed_commit_not_the_candidate(tmp_path: Pa
 
 
 def test_missing_or_unreadable_docs_repository_is_undecided(tmp_path: Path) -> None:
-    code, _, _ = setup(tmp_path, {})
+    code, _, _ = make_repos(tmp_path, {})
     (tmp_path / "plain").mkdir()
     (tmp_path / "empty").mkdir()
     git(tmp_path / "empty", "init", "-q", "-b", "main")

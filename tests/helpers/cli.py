@@ -12,7 +12,12 @@ from promote.cli import cli
 
 
 def run(cwd: Path, *args: str) -> Result:
-    return CliRunner().invoke(cli, ["-C", str(cwd), *args], catch_exceptions=False)
+    try:
+        # click 8.1 mixes stderr into stdout unless told not to; 8.2 keeps them apart and dropped the switch.
+        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:
+        runner = CliRunner()
+    return runner.invoke(cli, ["-C", str(cwd), *args], catch_exceptions=False)
 
 
 def run_json(cwd: Path, *args: str) -> tuple[int, dict[str, Any]]:
