@@ -173,6 +173,21 @@ def test_several_victims_are_rerun_alone_at_the_same_time(tmp_path: Path) -> Non
         assert "started-one" in (meet / "saw-two").read_text()
 
 
+def test_reruns_read_the_ini_file_the_run_read(tmp_path: Path) -> None:
+    # Given tests/test_g.py, pytest would look for its ini file from tests/ and find one the run never read.
+    files = {
+        "pytest.ini": "[pytest]\n",
+        "tests/pytest.ini": "[pytest]\naddopts = --no-such-option\n",
+        "tests/test_g.py": "def test_genuine():\n    assert 1 == 2\n",
+    }
+    write_package(tmp_path, "pkg", files)
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    report = promote_test(tmp_path)
+
+    assert verdicts(report) == [("tests/test_g.py::test_genuine", "genuine")]
+
+
 def test_the_files_to_collect_are_the_ids_files_once_in_order() -> None:
     ids = ["b/test_x.py::T::test_a[x::y]", "a/test_y.py::test_b", "b/test_x.py::test_c"]
     assert files_of(ids) == ["b/test_x.py", "a/test_y.py"]
