@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import signal
 import sys
 import threading
 from contextlib import AbstractContextManager
@@ -190,7 +191,10 @@ def merge(obj: Context, candidate: str | None, dry_run: bool, as_json: bool) -> 
 @click.pass_obj
 def test_command(obj: Context, package: str | None, as_json: bool) -> None:
     """Run the test packages with isolation; record what ran and what leaked."""
+    from datetime import datetime, timezone
+
     from promote.config import load_config
+    from promote.journal import new_run_id
     from promote.testrun import run_tests
 
     progress = LiveProgress(live=sys.stderr.isatty())
@@ -205,8 +209,16 @@ def test_command(obj: Context, package: str | None, as_json: bool) -> None:
 
         commit.append(head_commit(config))
 
+    run_id, started = new_run_id(), datetime.now(timezone.utc).isoformat(timespec="microseconds")
     with hold_lock(config.root):
-        result = run_tests(config, package=package, on_progress=progress.update, meanwhile=meanwhile)
+        try:
+            result = run_tests(config, package=package, on_progress=progress.update, meanwhile=meanwhile, run_id=run_id)
+        except KeyboardInterrupt:
+            progress.close()
+            from promote.store import record_interrupted_run
+
+            record_interrupted_run(config, run_id, started, command_line(), commit[0] if commit else None)
+            raise
     progress.close()
     from promote.store import record_test_run
     from promote.testreport import run_report
@@ -335,8 +347,14 @@ def demo_command(keep: Path | None) -> None:
     click.echo(text)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # SIGTERM takes Ctrl-C's path: children are stopped and the run is recorded as interrupted.
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     """Console-script entry point."""
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         cli.main(prog_name="promote")
     finally:

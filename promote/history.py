@@ -59,6 +59,10 @@ MIGRATIONS = (
     CREATE INDEX IF NOT EXISTS runs_started_id ON runs(started, id);
     DROP INDEX IF EXISTS runs_started;
     """,
+    # A run stopped by a signal is kept, marked, rather than missing from the history.
+    """
+    ALTER TABLE runs ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 
@@ -99,6 +103,7 @@ class StoredRun:
     gates: dict[str, str] = field(default_factory=dict)
     tests: tuple[TestOutcome, ...] = ()
     findings: tuple[Finding, ...] = ()
+    interrupted: bool = False  # stopped by a signal before it finished: its tests are what had finished
 
     @property
     def packages(self) -> set[str]:
@@ -220,10 +225,10 @@ class History:
             for table, key in (("tests", "run_id"), ("findings", "run_id"), ("runs", "id")):
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (run.run_id,))
             db.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.run_id, run.kind, run.started, run.finished, run.commit, run.command,
-                    json.dumps(run.mirrors), json.dumps(run.stations), json.dumps(run.gates),
+                    json.dumps(run.mirrors), json.dumps(run.stations), json.dumps(run.gates), int(run.interrupted),
                 ),
             )  # fmt: skip
             db.executemany(
@@ -267,6 +272,7 @@ class History:
             gates=json.loads(row[8]),
             tests=tuple(TestOutcome(*t) for t in tests),
             findings=tuple(Finding(*f) for f in findings),
+            interrupted=bool(row[9]),
         )
 
     def previous(self, run: StoredRun) -> StoredRun | None:
@@ -281,7 +287,7 @@ class History:
         # Decided in SQL so that only the one run found is loaded: reading each earlier run in full until one
         # matched made `promote history` quadratic in the size of the history.
         row = self._db.execute(
-            "SELECT r.id FROM runs AS r WHERE (r.started, r.id) < (?, ?)"
+            "SELECT r.id FROM runs AS r WHERE (r.started, r.id) < (?, ?) AND r.interrupted = 0"
             " AND EXISTS (SELECT 1 FROM tests AS t WHERE t.run_id = r.id"
             f" AND t.package IN ({', '.join('?' * len(packages))}))"
             " ORDER BY r.started DESC, r.id DESC LIMIT 1",

@@ -29,12 +29,13 @@ def show_history(config: Config, run_id: str | None, *, limit: int) -> tuple[dic
         "commit": run.commit,
         "command": run.command,
         "gates": run.gates,
+        "interrupted": run.interrupted,
         "tests": [{"package": t.package, "test": t.nodeid, "outcome": t.outcome} for t in run.tests],
         "findings": [f.to_json() for f in run.findings],
         "deltas": deltas.to_json(),
     }
     lines = [
-        f"run {run.run_id} ({run.kind}) at {run.started}",
+        f"run {run.run_id} ({run.kind}{', interrupted' if run.interrupted else ''}) at {run.started}",
         f"commit {run.commit or '-'}; {run.command}",
         deltas.headline,
     ]
@@ -56,10 +57,12 @@ def _listing(history: History, limit: int) -> tuple[dict[str, Any], str]:
         red = run.count("failed") + run.count("error") + run.count("crashed")
         change = f"+{len(deltas.fixed)} fixed, -{len(deltas.newly_failing)} new red, {len(deltas.filtered)} filtered"
         items.append(
-            {"run": run.run_id, "kind": run.kind, "started": run.started, "commit": run.commit,
-             "passed": run.count("passed"), "red": red, "blocked": run.count("blocked"), "deltas": deltas.to_json()}
+            {"run": run.run_id, "kind": run.kind, "interrupted": run.interrupted, "started": run.started,
+             "commit": run.commit, "passed": run.count("passed"), "red": red, "blocked": run.count("blocked"),
+             "deltas": deltas.to_json()}
         )  # fmt: skip
-        rows.append([run.run_id, run.kind, run.started[:19], (run.commit or "-")[:7], str(run.count("passed")),
+        kind = run.kind + (" (interrupted)" if run.interrupted else "")
+        rows.append([run.run_id, kind, run.started[:19], (run.commit or "-")[:7], str(run.count("passed")),
                      str(red), str(run.count("blocked")), change])  # fmt: skip
     if not rows:
         return {"runs": []}, "no runs recorded yet"

@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 
 from promote import journal
 from promote.config import Config
+from promote.findings import Finding
 from promote.git import run_git
 from promote.history import History, StoredRun, TestOutcome
 from promote.testrun import RunResult
@@ -47,6 +48,27 @@ def record_test_run(config: Config, run: RunResult, command: str, commit: str | 
                 stations={p.name: p.station for p in run.packages},
                 tests=outcomes_of(run),
                 findings=run.findings,
+            )
+        )
+    finally:
+        history.close()
+
+
+def record_interrupted_run(config: Config, run_id: str, started: str, command: str, commit: str | None) -> None:
+    """Keep a `promote test` stopped by a signal in the history, marked, instead of leaving no trace of it."""
+    note = Finding("package-error", "error", "promote test", "interrupted before its tests finished: nothing counted")
+    history = History(journal.state_dir(config.root))
+    try:
+        history.record(
+            StoredRun(
+                run_id=run_id,
+                kind="test",
+                started=started,
+                finished=datetime.now(timezone.utc).isoformat(),
+                commit=commit,
+                command=command,
+                findings=(note,),
+                interrupted=True,
             )
         )
     finally:

@@ -74,6 +74,29 @@ class RunResult:
         }
 
 
+class _Live:
+    """The package runs under way, so that an interrupted run can end every one of them."""
+
+    def __init__(self) -> None:
+        self.runs: list[runner.PackageRun] = []
+        self.stopping = False
+        self.lock = threading.Lock()
+
+    def add(self, run: runner.PackageRun) -> None:
+        with self.lock:
+            self.runs.append(run)
+            stopping = self.stopping
+        if stopping:  # started just as the run was given up
+            run.stop()
+
+    def stop_all(self) -> None:
+        with self.lock:
+            self.stopping = True
+            runs = list(self.runs)
+        for run in runs:
+            run.stop()
+
+
 def select(config: Config, name: str | None) -> tuple[PackageConfig, ...]:
     if not config.packages:
         raise ConfigError(f"{config.path}: {config.prefix}.packages: no test packages configured")
@@ -118,6 +141,7 @@ def run_one(
     *,
     remote_station: StationConfig | None = None,
     started: runner.PackageRun | None = None,
+    live: _Live | None = None,
 ) -> PackageResult:
     """Run one package (or follow it to its end, when `started`) and summarize what it did."""
     if remote_station is not None:
@@ -127,6 +151,8 @@ def run_one(
         # Same pytest command and plugin, run there over ssh; results come back into run_dir as a local run's.
         return remote.run_remote(pkg, remote_station, run_dir, on_progress)
     run = started or start(pkg, run_dir)
+    if live is not None:
+        live.add(run)
     parts = run.finish(on_progress)
     with _IMPORTING:
         from promote.runners.summary import summarize
@@ -181,6 +207,9 @@ def run_tests(
         for run in launched.values():
             run.stop()
         raise
+    live = _Live()
+    for run in launched.values():
+        live.add(run)
     with ThreadPoolExecutor(max_workers=slots) as pool:
         # The started packages take the first slots; the others wait for one.
         order = [*launched, *(i for i in range(len(chosen)) if i not in launched)]
@@ -193,15 +222,23 @@ def run_tests(
                 fleet.local,
                 remote_station=station_of(config, chosen[i]),
                 started=launched.get(i),
+                live=live,
             )
             for i in order
         }
-        with _IMPORTING:
-            for module in _AFTER_START:
-                importlib.import_module(module)
-            if meanwhile is not None:
-                meanwhile()
-        results = tuple(futures[i].result() for i in range(len(chosen)))
+        try:
+            with _IMPORTING:
+                for module in _AFTER_START:
+                    importlib.import_module(module)
+                if meanwhile is not None:
+                    meanwhile()
+            results = tuple(futures[i].result() for i in range(len(chosen)))
+        except BaseException:
+            # Interrupted (Ctrl-C, SIGTERM): end every pytest now; the pool then waits only for their ends.
+            for future in futures.values():
+                future.cancel()
+            live.stop_all()
+            raise
     from promote.checks import requirements
     from promote.order import Budget, investigate
     from promote.redact import current as current_redactor

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -199,10 +200,11 @@ def test_a_schema_1_database_is_migrated_and_keeps_its_runs(tmp_path: Path) -> N
     previous = history.previous(stored("r3", "2026-01-01T00:00:03", "pkg"))
     assert previous is not None and previous.run_id == "r1"
     assert previous.tests == (TestOutcome("pkg", "t.py::a", "passed", 0.5, "local"),)
+    assert previous.interrupted is False
     history.close()
 
     db = sqlite3.connect(tmp_path / "history.sqlite")
-    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 2
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 3
     indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'")}
     assert "runs_started_id" in indexes and "runs_started" not in indexes
     plan = " ".join(r[3] for r in db.execute(
@@ -277,3 +279,14 @@ def test_first_run_has_nothing_to_compare() -> None:
     deltas = compare(run("r1", "1", {"a": "passed"}), None)
     assert deltas.headline == "1 pass; no earlier run to compare with"
     assert deltas.findings() == []
+
+
+def test_an_interrupted_run_is_kept_but_never_the_run_compared_with(tmp_path: Path) -> None:
+    history = History(tmp_path)
+    history.record(stored("r1", "2026-01-01T00:00:01", "pkg"))
+    history.record(replace(stored("r2", "2026-01-01T00:00:02", "pkg"), interrupted=True))
+
+    assert history.get("r2").interrupted is True
+    previous = history.previous(stored("r3", "2026-01-01T00:00:03", "pkg"))
+    assert previous is not None and previous.run_id == "r1"
+    history.close()

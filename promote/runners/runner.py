@@ -172,7 +172,9 @@ class PackageRun:
         self.env = environment(pkg, python)
         self.started = time.monotonic()
         self.phases = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
+        self.stopped = False
         self.first = self._launch(*self.phases[0])
+        self.current = self.first[0]
 
     def _launch(self, part: str, workers: int) -> tuple[subprocess.Popen[bytes], list[str], Path]:
         part_dir = self.out_dir / part
@@ -194,8 +196,9 @@ class PackageRun:
         return proc, cmd, part_dir
 
     def stop(self) -> None:
-        """End the first process, when the caller cannot follow it after all."""
-        proc = self.first[0]
+        """End the running process and start no other, when the run is being given up (or cannot be followed)."""
+        self.stopped = True
+        proc = self.current
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -211,9 +214,12 @@ class PackageRun:
         watches: list[Watch] = []
         for i, (part, workers) in enumerate(self.phases):
             # The watcher has read the parallel part's logs to their end: no need to read them again.
-            if i > 0 and not watches[-1].serial_left():
+            if i > 0 and (self.stopped or not watches[-1].serial_left()):
                 break
             proc, cmd, part_dir = self.first if i == 0 else self._launch(part, workers)
+            self.current = proc
+            if self.stopped:  # given up while this part was starting
+                self.stop()
             watch = Watch(part_dir, pkg.timeout_s)
             watches.append(watch)
             last = -1
