@@ -111,10 +111,13 @@ class Rerunner:
         """The files to collect for `ids`: only theirs, unless that would make pytest read another ini file."""
         files = files_of(ids)
         # Given paths, pytest looks for its ini file from their common directory instead of the package's.
-        mine, theirs = find_ini(self.pkg.path, "", []), find_ini(self.pkg.path, "", [*files])
-        if (mine is None) != (theirs is None) or (mine and theirs and mine.directory != theirs.directory):
-            return []
+        if self._ini_directory([]) != self._ini_directory([*files]):
+            return []  # collect the package, as the run did
         return files
+
+    def _ini_directory(self, args: list[str | None]) -> str | None:
+        found = find_ini(self.pkg.path, "", args)
+        return None if found is None else found.directory
 
     def _pytest(self, out_dir: Path, *options: str, paths: Sequence[str] = (), tests: int | None = None) -> Ran:
         cmd = [
