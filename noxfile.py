@@ -45,7 +45,9 @@ def oldest_constraints() -> list[str]:
 @nox.session
 def oldest(session: nox.Session) -> None:
     """Run the test suite with the oldest versions of promote's core dependencies that pyproject allows."""
-    constraints = Path(session.create_tmp()) / "oldest-constraints.txt"
+    # Beside the session's virtualenv, not in session.create_tmp(): that would point TMPDIR into this
+    # repository, and the tests' tmp_path repositories would sit inside it.
+    constraints = Path(session.virtualenv.location) / "oldest-constraints.txt"
     constraints.write_text("".join(f"{line}\n" for line in oldest_constraints()), encoding="utf-8")
     session.log("constraints: " + ", ".join(oldest_constraints()))
     session.install("-c", str(constraints), "-e", ".[dev]")
