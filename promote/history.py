@@ -156,7 +156,7 @@ class History:
             # neither this run's pages nor its exit code depend on an old file.
             aside = self._move_aside()
             print(f"promote: warning: {self.path} is not a usable database ({e}); moved to {aside.name}, "
-                  "starting a new history", file=sys.stderr)  # fmt: skip
+                  "starting a new history", file=sys.stderr, flush=True)  # fmt: skip
             try:
                 self._db = self._open()
             except sqlite3.DatabaseError as again:
