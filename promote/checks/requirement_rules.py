@@ -28,7 +28,9 @@ class Rule:
 HUB_FRAMES = (
     r"huggingface\.co/(?:api/(?:models|datasets|spaces)/|datasets/|spaces/)?(?P<repo>[\w.-]+/[\w.-]+)/"
     r"(?:resolve|revision|tree|commit)/",
-    r"\brepo_id\s*=\s*['\"](?P<repo>[\w.-]+/[\w.-]+)['\"]",
+    # `repo_id='org/name'` in a call, `path_or_repo_id = 'org/name'` in a frame's locals, `(repo_id: org/name, ...`
+    # in huggingface_hub's own messages.
+    r"(?<![A-Za-z0-9])(?:path_or_)?repo_id\s*(?:=\s*['\"]|:\s*)(?P<repo>[\w.-]+/[\w.-]+)",
     r"(?:load|download|from_pretrained)\w*\(\s*(?:\w+\s*=\s*)?['\"](?P<repo>[\w.-]+/[\w.-]+)['\"]",
     r"(?P<repo>[\w.-]+/[\w.-]+) is not a local folder",
 )

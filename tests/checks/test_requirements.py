@@ -326,3 +326,22 @@ def test_a_module_that_cannot_import_a_package_is_one_missing_package_finding_no
         "1 test(s) via tests/test_x.py (1): tests/test_x.py::test_uses; "
         "2 module(s) not collected: tests/test_eval.py, tests/test_more.py"
     )
+
+
+def test_a_tokenizer_loaded_through_a_variable_names_the_repo_from_the_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    transformers = pytest.importorskip("transformers")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    repo = "org/" + "tiny-tokenizer"  # no literal in the calling line: the frames' arguments must say it
+    try:
+        transformers.AutoTokenizer.from_pretrained(repo, local_files_only=True)
+    except OSError:
+        # As pytest reports a failure: the long traceback with each frame's arguments.
+        text = str(pytest.ExceptionInfo.from_current().getrepr(style="long", funcargs=True))
+    else:
+        raise AssertionError("loaded a tokenizer that is in no cache")
+
+    assert "tiny-tokenizer" not in text.splitlines()[-1]
+    assert infer_failure(text, RULES) == "hub:org/tiny-tokenizer"
