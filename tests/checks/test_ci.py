@@ -350,3 +350,20 @@ def test_no_workflows_is_undecided_and_no_inventory_is_undecided(tmp_path: Path)
     )
     empty = audit_ci(tmp_path, cfg, [])
     assert (empty.status, empty.reason) == ("undecided", "no test inventory to compare with (run `promote test` first)")
+
+
+def test_a_module_pytest_could_not_collect_is_still_run_by_unittest_discovery(tmp_path: Path) -> None:
+    workflow = "on: push\njobs:\n  t:\n    runs-on: ubuntu-22.04\n    steps:\n"
+    workflow += "      - run: python -m unittest discover -v tests\n"
+    sources = {
+        "tests/test_broken.py": "import not_installed\n",
+        "tests/test_case.py": "import unittest\n\nclass Case(unittest.TestCase):\n    def test_a(self): pass\n",
+        ".github/workflows/t.yml": workflow,
+    }
+    cfg = workspace(tmp_path, sources)
+
+    # A module that failed to collect shows up in the inventory as its path alone.
+    outcome = audit_ci(tmp_path, cfg, ["tests/test_broken.py", "tests/test_case.py::Case::test_a"])
+
+    assert (outcome.status, outcome.reason) == ("pass", "CI runs all 2 test ids")
+    assert outcome.findings == ()
