@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from promote import evidence
+from promote.evidence import pages as evidence
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import Fleet, commit, git, make_fleet
 from tests.helpers.packages import write_package

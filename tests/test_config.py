@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from promote import config
-from promote.errors import ConfigError
+from promote.core.errors import ConfigError
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import Fleet, git
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from promote.deltas import compare
-from promote.findings import Finding
-from promote.history import MIGRATIONS, History, HistoryError, StoredRun, TestOutcome
+from promote.core.findings import Finding
+from promote.evidence.deltas import compare
+from promote.evidence.history import MIGRATIONS, History, HistoryError, StoredRun, TestOutcome
 
 
 def run(run_id: str, started: str, outcomes: dict[str, str], package: str = "pkg") -> StoredRun:

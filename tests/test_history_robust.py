@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from promote.history import DB_NAME, History, StoredRun, TestOutcome
+from promote.evidence.history import DB_NAME, History, StoredRun, TestOutcome
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import commit, git
 from tests.helpers.packages import write_config, write_package

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from promote.redact import Redactor, clean, printable, redact, secret_name
+from promote.core.redact import Redactor, clean, printable, redact, secret_name
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import Fleet, commit, git, make_fleet
 from tests.helpers.packages import write_package

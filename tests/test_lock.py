@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from promote import journal
-from promote.lock import LockBusy, hold
+from promote.core.lock import LockBusy, hold
+from promote.release import journal
 
 HOLDER = """
 import sys, time
 from pathlib import Path
-from promote.lock import hold
+from promote.core.lock import hold
 with hold(Path(sys.argv[1]), "promote audit"):
     print("held", flush=True)
     time.sleep(60)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from promote.order import Budget
+from promote.runners.causes.investigate import Budget
 from tests.helpers.cli import run
 from tests.helpers.packages import write_config, write_package
 

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import jsonschema
 
-from promote import evidence, render_pages
-from promote.check import CheckResult
-from promote.deltas import Deltas
-from promote.findings import Finding
-from promote.gates import Gate
-from promote.mirrors import MirrorStatus
+from promote.core.findings import Finding
+from promote.evidence import pages as evidence
+from promote.evidence import render as render_pages
+from promote.evidence.deltas import Deltas
+from promote.evidence.gates import Gate
+from promote.release.check import CheckResult
+from promote.release.mirrors import MirrorStatus
 
 EVIL_TEST = "tests/test_x.py::test_<script>alert(1)</script>"
 EVIL_MESSAGE = "**bold** [click](javascript:alert(1)) <img src=x onerror=alert(2)> | cell | `code` # heading"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from promote.paths import matches
-from promote.redact import redact
+from promote.core.paths import matches
+from promote.core.redact import redact
 
 DEFAULTS = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
 

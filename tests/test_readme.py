@@ -14,7 +14,7 @@ import yaml
 
 from promote import config
 from promote.cli import cli
-from promote.runners.probes import ENTRY_POINT_GROUP, as_probe
+from promote.runners.plugin.probes import ENTRY_POINT_GROUP, as_probe
 
 if sys.version_info >= (3, 11):
     import tomllib

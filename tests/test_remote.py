@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from promote import config
-from promote.errors import ConfigError
-from promote.runners.ssh import Target
-from promote.stations import local_platform
+from promote.core.errors import ConfigError
+from promote.runners.remote.ssh import Target
+from promote.runners.stations import local_platform
 from tests.helpers import sshd
 from tests.helpers.gitrepos import git
 from tests.helpers.remote import SUITE, of, outcomes, package, promote_test, sshd_or_skip, station_errors, workspace

@@ -9,7 +9,7 @@ import pytest
 
 from promote import config
 from promote.config import StationConfig
-from promote.stations import (
+from promote.runners.stations import (
     Station,
     cached_hub_models,
     declared,

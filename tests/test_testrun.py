@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from promote.history import History
+from promote.evidence.history import History
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import commit, git
 from tests.helpers.packages import write_config, write_package

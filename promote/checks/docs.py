@@ -6,12 +6,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from promote import paths
-from promote.checks import FAIL, PASS, UNDECIDED, CheckOutcome
 from promote.config import Config
-from promote.errors import GitError
-from promote.findings import Finding
-from promote.git import Repo
+from promote.core import paths
+from promote.core.errors import GitError
+from promote.core.findings import Finding
+from promote.core.git import Repo
+from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
 
 NAME = "docs"
 # Prose in the code repository mentions switches without making them features of the running code.

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from promote.errors import UsageError
+from promote.core.errors import UsageError
 
 TEMPLATES = Path(__file__).resolve().parent / "workspace"
 SUFFIX = ".tmpl"

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from promote.audit import AuditResult, audit
-from promote.auditreport import audit_report
+from promote.cli.audit_report import audit_report
+from promote.config.workspace import open_workspace
+from promote.core.findings import Finding
 from promote.demo.build import BEHIND, DEPLOYED_AT, DOCS, HISTORY, MIRRORS, REPO, Example, build
-from promote.findings import Finding
-from promote.runners.runner import ProgressCallback
-from promote.workspace import open_workspace
+from promote.evidence.audit import AuditResult, audit
+from promote.runners.package import ProgressCallback
 
 Say = Callable[[str], None]
 

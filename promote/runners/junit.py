@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from promote.redact import current as current_redactor
-from promote.redact import escape_char
+from promote.core.redact import current as current_redactor
+from promote.core.redact import escape_char
 from promote.runners.summary import PackageResult
 
 TAGS = {"failed": "failure", "error": "error", "skipped": "skipped", "xfailed": "skipped"}

@@ -8,11 +8,11 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from promote.findings import Finding
-from promote.runners import progress as progress_mod
-from promote.runners.bisect import Verdict
-from promote.runners.records import TestRecord, read_all_results
-from promote.runners.runner import ProcessOutcome, Watch
+from promote.core.findings import Finding
+from promote.runners.causes.bisect import Verdict
+from promote.runners.package import ProcessOutcome, Watch
+from promote.runners.plugin import progress as progress_mod
+from promote.runners.plugin.records import TestRecord, read_all_results
 
 COUNTED = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
@@ -227,7 +227,7 @@ def unseen_finding(name: str, out_dir: Path, findings: list[Finding], status: in
         message = f"no test ran: pytest exited with status {status} and recorded nothing{note}"
         return [*findings, Finding("package-error", "error", name, message)]
     if not note or status not in range(6):
-        # Beyond pytest's own statuses, the station's report (promote.runners.remote_faults) replaces this one.
+        # Beyond pytest's own statuses, the station's report (promote.runners.remote.faults) replaces this one.
         return findings
     return [replace(f, message=f.message + note) if f is mine else f for f in findings]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from promote import config
-from promote.checks import CheckOutcome
 from promote.checks.ci import audit_ci, survey_ci
 from promote.config import Config
+from promote.core.outcome import CheckOutcome
 from tests.helpers.gitrepos import git
 
 CI_YML = """\

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from promote.checks import ci_keywords
-from promote.checks.ci_commands import Opaque, classify
-from promote.checks.ci_expr import evaluate_if
-from promote.checks.ci_model import NodeId, Word
-from promote.checks.ci_pytest import PytestRun
-from promote.checks.ci_shell import Invocation, invocations
-from promote.checks.ci_unittest import UnittestRun
+from promote.checks.ci import keywords as ci_keywords
+from promote.checks.ci.commands import Opaque, classify
+from promote.checks.ci.expr import evaluate_if
+from promote.checks.ci.model import NodeId, Word
+from promote.checks.ci.pytest_run import PytestRun
+from promote.checks.ci.shell import Invocation, invocations
+from promote.checks.ci.unittest_run import UnittestRun
 
 
 def commands(script: str, env: dict[str, str | None] | None = None, cwd: str = "") -> list[tuple[str, str | None]]:

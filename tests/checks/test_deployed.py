@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from promote import config, gates
-from promote import drift as drift_mod
-from promote.checks.deployed import audit_deployed
+from promote import config
 from promote.config import Config
-from promote.git import Repo
+from promote.core.git import Repo
+from promote.evidence import gates
+from promote.release import drift as drift_mod
+from promote.release.deployed import audit_deployed
 from tests.helpers.cli import run, run_json
 from tests.helpers.gitrepos import Fleet, commit, git
 

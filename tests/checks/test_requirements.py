@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from promote import config
-from promote.checks.requirement_rules import excerpt, infer_failure, infer_skip
-from promote.checks.requirements import blocked_summary, classify, outcome, rules_of
 from promote.config import RequirementsConfig, RuleConfig
-from promote.errors import ConfigError
-from promote.findings import Finding
-from promote.runners.records import TestRecord
+from promote.core.errors import ConfigError
+from promote.core.findings import Finding
+from promote.runners.plugin.records import TestRecord
+from promote.runners.plugin.requirement_rules import excerpt, infer_failure, infer_skip
+from promote.runners.requirements import blocked_summary, classify, outcome, rules_of
+from promote.runners.stations import Inventory, Station
 from promote.runners.summary import PackageResult
-from promote.stations import Inventory, Station
 
 RULES = rules_of(RequirementsConfig())
 

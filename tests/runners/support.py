@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 import pytest
 
-from promote.findings import Finding
-from promote.runners.records import TestRecord, WorkerResults, read_all_results
+from promote.core.findings import Finding
+from promote.runners.plugin.records import TestRecord, WorkerResults, read_all_results
 
 
 class Recorded(NamedTuple):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from promote.runners.bisect import (
+from promote.runners.causes.bisect import (
     FLAKY,
     GENUINE,
     ORDER_DEPENDENT,

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from promote import config, gates
-from promote.testrun import run_tests
+from promote import config
+from promote.evidence import gates
+from promote.runners.run import run_tests
 from tests.helpers.cli import run_json
 from tests.helpers.packages import write_config, write_package
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from promote.runners.junit import write_junit, xml_text
-from promote.runners.records import TestRecord
+from promote.runners.plugin.records import TestRecord
 from promote.runners.summary import PackageResult
 
 HOSTILE = 'a < b && c > "d"\tend\r\n\x1b[31mred\x1b[0m \x00 \ud800 \ufffe ok: é ✓ \U0001d518'

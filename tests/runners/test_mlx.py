@@ -245,8 +245,8 @@ def test_drawing_random_numbers_is_restored_quietly_and_seeding_or_replacing_is_
 
 
 def test_a_key_is_told_from_a_draw_by_the_successor_chain_mlx_advances() -> None:
-    from promote.runners.mlx_probes import MlxProbes
-    from promote.runners.mlx_random import RandomSnapshot
+    from promote.runners.plugin.mlx_probes import MlxProbes
+    from promote.runners.plugin.mlx_random import RandomSnapshot
 
     probes = MlxProbes(mx)
     try:

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from promote.runners import summary
-from promote.runners.progress import read_progress, unfinished
-from promote.runners.records import progress_path, results_path
-from promote.stations import Station
+from promote.runners.plugin.progress import read_progress, unfinished
+from promote.runners.plugin.records import progress_path, results_path
+from promote.runners.stations import Station
 from tests.runners.support import out_dir, record
 
 pytest_plugins = ["pytester"]
@@ -242,7 +242,7 @@ def test_loading_by_module_name_beside_the_installed_entry_point(pytester: pytes
     # How a runner loads the plugin whether or not the package's environment installed promote.
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
 
-    rec = record(pytester, "-p", "no:promote", "-p", "promote.runners.plugin")
+    rec = record(pytester, "-p", "no:promote", "-p", "promote.runners.plugin.hooks")
 
     rec.run.assert_outcomes(passed=1)
     assert list(rec.outcomes().values()) == ["passed"]
@@ -350,7 +350,7 @@ def test_a_station_file_written_after_pytest_started_is_waited_for(pytester: pyt
 
 
 def test_a_station_file_that_never_appears_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest("import promote.runners.plugin\npromote.runners.plugin.STATION_WAIT_S = 0.3\n")
+    pytester.makeconftest("import promote.runners.plugin.hooks\npromote.runners.plugin.hooks.STATION_WAIT_S = 0.3\n")
     pytester.makepyfile(test_station=STATION_TESTS)
     missing = pytester.path / "nowhere" / "station.json"
 

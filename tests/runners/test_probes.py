@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from promote.runners.leaks import LeakWatch
-from promote.runners.probes import Change, Probe
+from promote.runners.plugin.leaks import LeakWatch
+from promote.runners.plugin.probes import Change, Probe
 from tests.runners.support import out_dir, record
 
 pytest_plugins = ["pytester"]
@@ -177,7 +177,7 @@ def test_projects_add_probes_through_the_entry_point_group(
     (site / "counterprobe.py").write_text(
         textwrap.dedent(
             """
-            from promote.runners.probes import Probe
+            from promote.runners.plugin.probes import Probe
 
             LEVEL = [1]
 

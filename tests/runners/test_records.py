@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from promote.findings import Finding
-from promote.runners.outcomes import truncate
-from promote.runners.probes import MISSING, show
-from promote.runners.progress import ProgressLog, read_progress, unfinished
-from promote.runners.records import (
+from promote.core.findings import Finding
+from promote.runners.plugin.outcomes import truncate
+from promote.runners.plugin.probes import MISSING, show
+from promote.runners.plugin.progress import ProgressLog, read_progress, unfinished
+from promote.runners.plugin.records import (
     StreamRecord,
     TestRecord,
     WorkerResults,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from promote.runners.rerun import files_of, telling_line
+from promote.runners.causes.rerun import files_of, telling_line
 from tests.helpers.cli import run
 from tests.helpers.packages import write_config, write_package
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from promote import config
-from promote.runners.progress import ProgressLog, unfinished
-from promote.runners.records import progress_path
-from promote.runners.runner import Watch
-from promote.testrun import run_tests
+from promote.runners.package import Watch
+from promote.runners.plugin.progress import ProgressLog, unfinished
+from promote.runners.plugin.records import progress_path
+from promote.runners.run import run_tests
 from tests.helpers.cli import run
 from tests.helpers.packages import write_config, write_package
 

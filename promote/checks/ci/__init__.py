@@ -1,0 +1,215 @@
+"""CI audit: which collected tests no CI job runs, and which jobs cannot run here at all."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from promote.checks.ci.jobs import RUNS_HERE, JobPlan, plan
+from promote.checks.ci.model import DROPPED, RUN, Decision, NodeId
+from promote.checks.ci.nox import Noxfile
+from promote.checks.ci.workflows import WORKFLOWS, read_workflows
+from promote.config import Config
+from promote.core.errors import PromoteError
+from promote.core.findings import Finding
+from promote.core.git import Repo
+from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
+
+NAME = "ci"
+_GITHUB = re.compile(r"^(?:[a-z+]+://)?(?:[^@/]+@)?github\.com[:/]([^/]+)/([^/]+?)(?:\.git)?/?$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class NotRun:
+    """A test id no CI job runs: every reason (`why`) and the first filter that drops it (`cause`)."""
+
+    test: str
+    why: str
+    cause: str | None
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """What one CI job (or matrix entry) runs, for the evidence page."""
+
+    source: str
+    job: str
+    runs_on: str
+    state: str  # runs | never | undecided
+    why: str
+    commands: tuple[str, ...]
+    tests_run: int
+
+
+@dataclass(frozen=True)
+class CIReport:
+    """Every job, every test id's fate, and the findings."""
+
+    repository: str | None
+    jobs: tuple[JobReport, ...]
+    problems: tuple[str, ...]
+    inventory: int
+    run: int
+    not_run: tuple[NotRun, ...]
+    undecided: tuple[tuple[str, str], ...]  # (test id, what could not be evaluated)
+    findings: tuple[Finding, ...]
+    workflows: int
+
+
+def repository_of(root: Path, configured: str | None) -> str | None:
+    """owner/name of this repository: configured, or read from a GitHub `origin` URL."""
+    if configured:
+        return configured
+    try:
+        url = Repo(root).remote_urls().get("origin", "")
+    except PromoteError:
+        return None
+    m = _GITHUB.match(url)
+    return f"{m.group(1)}/{m.group(2)}" if m else None
+
+
+def survey_ci(root: Path, config: Config, inventory: Sequence[str]) -> CIReport:
+    """Read the workflows and decide, for every test id in `inventory`, whether some CI job runs it."""
+    repository = repository_of(root, config.ci.repository)
+    jobs, problems = read_workflows(root, repository)
+    noxfiles: dict[str, Noxfile | str] = {}
+    plans = [plan(job, root, config.ci, repository, noxfiles) for job in jobs]
+    testing = [p for p in plans if p.commands]
+    run_by: Counter[int] = Counter()
+    not_run: list[NotRun] = []
+    undecided: list[tuple[str, str]] = []
+    for raw in inventory:
+        if not jobs and not problems:
+            undecided.append((raw, f"no GitHub Actions workflows in {WORKFLOWS}"))
+            continue
+        test = NodeId.parse(raw)
+        decisions: list[Decision] = []
+        for index, p in enumerate(testing):
+            decision = p.decide(test, root)
+            if decision.verdict == RUN:
+                run_by[index] += 1
+            decisions.append(decision)
+        if any(d.verdict == RUN for d in decisions):
+            continue
+        maybe = [d.why for d in decisions if d.verdict != DROPPED]
+        if maybe:
+            undecided.append((raw, maybe[0]))
+        else:
+            filters = list(dict.fromkeys(d.why for d in decisions if not d.scope))
+            if filters:
+                not_run.append(NotRun(raw, "; ".join(filters), filters[0]))
+            else:
+                why = "no CI test command covers it" if decisions else "no CI job runs pytest or unittest"
+                not_run.append(NotRun(raw, why, None))
+    findings = [Finding("ci-workflow-invalid", "error", p.source, p.message) for p in problems]
+    findings += _grouped(not_run, plans, Counter(NodeId.parse(raw).module for raw in inventory))
+    reports = tuple(_report(p, run_by[testing.index(p)] if p in testing else 0) for p in plans)
+    return CIReport(
+        repository=repository,
+        jobs=reports,
+        problems=tuple(p.message for p in problems),
+        inventory=len(inventory),
+        run=len(inventory) - len(not_run) - len(undecided),
+        not_run=tuple(not_run),
+        undecided=tuple(undecided),
+        findings=tuple(findings),
+        workflows=len({j.source for j in jobs} | {p.source for p in problems}),
+    )
+
+
+def audit_ci(root: Path, config: Config, inventory: Sequence[str]) -> CheckOutcome:
+    """The CI gate: fail on tests no CI job runs or jobs that cannot run; undecided on what cannot be read."""
+    return outcome(survey_ci(root, config, inventory))
+
+
+def outcome(r: CIReport) -> CheckOutcome:
+    """The CheckOutcome (status, reason, evidence lines, findings) of a CI survey."""
+    running = [j for j in r.jobs if j.state == RUNS_HERE and j.tests_run]
+    evidence = [
+        f"{r.workflows} workflow file(s) in {WORKFLOWS}, {len(r.jobs)} job(s); repository {r.repository or 'unknown'}",
+        *r.problems,
+    ]
+    for j in r.jobs:
+        state = "" if j.state == RUNS_HERE else f" {j.why}"
+        count = f": runs {j.tests_run} of {r.inventory} test ids" if j.commands else ": runs no tests"
+        evidence.append(f"job `{j.job}` of {j.source} on [{j.runs_on}]{state}{count}")
+        evidence += [f"  `{c}`" for c in j.commands]
+    evidence.append(f"{len(running)} job(s) run {r.run} of {r.inventory} test ids")
+    for why, n in Counter(why for _, why in r.undecided).most_common():
+        evidence.append(f"{n} test id(s) undecided: {why}")
+    errors = [f for f in r.findings if f.severity == "error"]
+    if errors:
+        parts = []
+        if r.not_run:
+            parts.append(f"{len(r.not_run)} of {r.inventory} test ids are run by no CI job")
+        unreachable = sum(f.check == "ci-unreachable-runner" for f in r.findings)
+        if unreachable:
+            parts.append(f"{unreachable} job(s) cannot run in this repository")
+        if r.problems:
+            parts.append(f"{len(r.problems)} workflow file(s) GitHub would refuse")
+        return CheckOutcome(NAME, FAIL, "; ".join(parts), tuple(evidence), r.findings)
+    if not r.workflows:
+        why = f"no GitHub Actions workflows in {WORKFLOWS} (the audit reads no other CI)"
+        return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings)
+    if not r.inventory:
+        why = "no test inventory to compare with (run `promote test` first)"
+        return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings)
+    if r.undecided:
+        why = f"{len(r.undecided)} of {r.inventory} test ids cannot be decided: {r.undecided[0][1]}"
+        return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings)
+    return CheckOutcome(NAME, PASS, f"CI runs all {r.inventory} test ids", tuple(evidence), r.findings)
+
+
+def _subject(p: JobPlan) -> str:
+    return f"{p.job.source}: job {p.job.name}"
+
+
+def _grouped(not_run: list[NotRun], plans: list[JobPlan], per_module: Counter[str]) -> list[Finding]:
+    """One finding per job that cannot run and per filter, each listing the modules and tests it leaves out.
+
+    A test is grouped under its first reason (`cause`: a filter, or a job that never runs here). The
+    tests only an unreachable job would run are told in that job's `ci-unreachable-runner` finding,
+    not once more as `ci-filtered`.
+    """
+    groups: dict[str, list[NotRun]] = {}
+    for n in not_run:
+        groups.setdefault(n.cause or n.why, []).append(n)
+    found = []
+    for p in plans:
+        if p.unreachable:
+            tests = groups.pop(f"{p.label} {p.why}", [])
+            left_out = f": {_counted(tests, per_module)} no other job runs" if tests else ""
+            message = f"{p.label} {p.why}; none of its tests run in CI{left_out}"
+            found.append(Finding("ci-unreachable-runner", "error", _subject(p), message))
+    for reason, tests in groups.items():
+        whys = dict.fromkeys(w for n in tests for w in n.why.split("; "))
+        message = f"no CI job runs {_counted(tests, per_module)}: {'; '.join(whys)}"
+        found.append(Finding("ci-filtered", "error", _where(reason, plans), message, tests[0].cause))
+    return found
+
+
+def _where(reason: str, plans: list[JobPlan]) -> str:
+    """The subject for a reason: `source: job name: filter` for a job's filter, the job for the job itself."""
+    for p in plans:
+        if reason.endswith(f" in {p.label}"):
+            return f"{_subject(p)}: {reason.removesuffix(f' in {p.label}')}"
+        if reason.startswith(f"{p.label} "):
+            return _subject(p)
+    # Not one job's doing ("no CI test command covers it"): the workflows as a whole.
+    return WORKFLOWS
+
+
+def _counted(tests: list[NotRun], per_module: Counter[str], shown: int = 3) -> str:
+    """`N test id(s) in M module(s) (a, b (1 of 2), c +K more)`: a module named alone when all its tests are in."""
+    modules = Counter(NodeId.parse(n.test).module for n in tests)
+    names = [m if k == per_module[m] else f"{m} ({k} of {per_module[m]})" for m, k in modules.items()]
+    more = f" +{len(names) - shown} more" if len(names) > shown else ""
+    return f"{len(tests)} test id(s) in {len(names)} module(s) ({', '.join(names[:shown])}{more})"
+
+
+def _report(p: JobPlan, tests_run: int) -> JobReport:
+    runs_on = ", ".join(p.job.labels) if p.job.labels is not None else "unknown"
+    return JobReport(p.job.source, p.job.name, runs_on, p.state, p.why, tuple(c.text for c in p.commands), tests_run)

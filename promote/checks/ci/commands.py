@@ -1,0 +1,202 @@
+"""Recognise test commands in a shell invocation: pytest, unittest, nox, and launchers the audit cannot read."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from promote.checks.ci.model import Word, normalize, show
+from promote.checks.ci.pytest_run import PytestRun
+from promote.checks.ci.shell import Invocation
+from promote.checks.ci.unittest_run import UnittestRun
+
+_PYTHON = re.compile(r"(python[0-9.]*|pypy[0-9.]*|py)")
+_RUNNERS = {"uv", "poetry", "pipenv", "pdm", "rye", "hatch", "conda", "mamba", "micromamba", "pixi", "pipx"}
+_WRAPPERS = {"uvx", "sudo", "env", "time", "nice", "nohup", "stdbuf", "timeout", "xvfb-run", "catchsegv", "ionice"}
+# Options of wrappers and runners that take a value (so the value is not mistaken for the program).
+_VALUED = {
+    "-u", "-n", "-k", "-s", "-p", "--name", "--prefix", "--with", "--python", "--extra", "--group", "--package",
+    "--project", "--directory", "--env-file", "--index", "--index-url", "--extra-index-url", "--only-group",
+    "--no-group", "--with-requirements", "--with-editable", "-e", "--environment", "--spec",
+}  # fmt: skip
+_COVERAGE_VALUED = {"--source", "--rcfile", "--omit", "--include", "--data-file", "--context", "--concurrency"}
+_NOX_MULTI = {"-s", "--session", "--sessions", "-e", "-p", "--python", "--pythons", "--extra-pythons", "--extra-python"}
+_NOX_VALUED = {"-f", "--noxfile", "--envdir", "-db", "--default-venv-backend", "-fb", "--force-venv-backend"}
+_LAUNCHERS = {"make", "just", "task", "invoke", "inv"}
+
+
+@dataclass(frozen=True)
+class NoxCall:
+    """`nox -s NAME ... -- POSARGS`: the sessions it runs come from the noxfile."""
+
+    text: str
+    cwd: str
+    noxfile: str
+    sessions: tuple[str, ...] | None  # None: the noxfile's default sessions
+    posargs: tuple[Word, ...] = ()
+    unreadable: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A command that may run tests in a way the audit cannot read (tox, `make test`, `$PYTHON -m pytest`)."""
+
+    text: str
+    why: str
+
+
+Classified = PytestRun | UnittestRun | NoxCall | Opaque | None
+
+
+def classify(inv: Invocation, root: Path) -> Classified:
+    """What test command, if any, `inv` is."""
+    argv = list(inv.argv)
+    text = show(inv.argv)
+    extra_env: dict[str, str] = {}
+    cwd = inv.cwd
+    runner = ""  # the project runner (`hatch run`, `pdm run`, ...) the program was started by
+    # step 1: peel wrappers (`sudo`, `env X=1`, `uv run`, `coverage run -m`) down to the program
+    while argv:
+        head = argv[0]
+        name = posixpath.basename(head.text)
+        if not head.known:
+            if any(w.text in ("pytest", "unittest", "nox", "tox") for w in argv):
+                return Opaque(text, f"`{head.text}` is not known before the job runs")
+            return None
+        if name in _WRAPPERS or name in _RUNNERS:
+            runner_verb = name in _RUNNERS and len(argv) > 1 and argv[1].text in ("run", "exec")
+            if name in _RUNNERS and not runner_verb and name not in ("hatch", "pipx"):
+                return None
+            if name == "hatch" and len(argv) > 1 and argv[1].text == "test":
+                return Opaque(text, "`hatch test` runs pytest with hatch's own settings")
+            argv = argv[2:] if runner_verb else argv[1:]
+            runner = f"{name} run" if runner_verb else runner
+            if name == "timeout":
+                argv = _skip_options(argv)[1:]
+            while argv and (argv[0].text.startswith("-") or (name == "env" and "=" in argv[0].text)):
+                option = argv.pop(0).text
+                if "=" in option and not option.startswith("-"):
+                    key, _, value = option.partition("=")
+                    extra_env[key] = value
+                elif option == "--directory" and argv and cwd is not None:
+                    cwd = normalize(argv[0].text, cwd)
+                if option in _VALUED and argv:
+                    argv.pop(0)
+            continue
+        if name == "coverage" and len(argv) > 1 and argv[1].text == "run":
+            argv = _coverage_target(argv[2:])
+            continue
+        if _PYTHON.fullmatch(name):
+            target = _python_target(argv[1:], text)
+            if isinstance(target, Opaque):
+                return target
+            argv = target
+            continue
+        break
+    if not argv:
+        return None
+    program = posixpath.basename(argv[0].text)
+    args = tuple(argv[1:])
+    if program in ("pytest", "py.test", "unittest", "nox", "tox") and cwd is None:
+        return Opaque(text, "it runs in a directory the audit cannot follow (`cd` to an unknown place)")
+    if program in ("pytest", "py.test"):
+        assert cwd is not None
+        env_word: Word | None = None
+        if "PYTEST_ADDOPTS" in extra_env:
+            env_word = Word(extra_env["PYTEST_ADDOPTS"])
+        else:
+            set_, addopts = inv.getenv("PYTEST_ADDOPTS")
+            if set_:
+                env_word = Word(addopts) if addopts is not None else Word("$PYTEST_ADDOPTS", known=False)
+        run = PytestRun.parse(args, text=text, cwd=cwd, root=root, addopts_env=env_word)
+        return run if run.runs_tests else None
+    if program == "unittest":
+        assert cwd is not None
+        return UnittestRun.parse(args, text=text, cwd=cwd, root=root)
+    if program == "nox":
+        assert cwd is not None
+        return _nox(args, text, cwd)
+    if program == "tox":
+        return Opaque(text, "tox.ini is not read by the audit")
+    if program in _LAUNCHERS and any("test" in w.text for w in args):
+        return Opaque(text, f"what `{program}` runs is not read by the audit")
+    if runner and "test" in program:
+        return Opaque(text, f"`{runner} {program}` runs a project script the audit does not read")
+    return None
+
+
+def _skip_options(argv: list[Word]) -> list[Word]:
+    while argv and argv[0].text.startswith("-"):
+        argv = argv[2:] if argv[0].text in ("-s", "-k", "--signal", "--kill-after") else argv[1:]
+    return argv
+
+
+def _coverage_target(argv: list[Word]) -> list[Word]:
+    """`coverage run [opts] -m pytest ...` -> `pytest ...`; `coverage run [opts] script ...` -> `script ...`."""
+    while argv and argv[0].text.startswith("-") and argv[0].text != "-m":
+        option = argv.pop(0).text
+        if option in _COVERAGE_VALUED and argv:
+            argv.pop(0)
+    if argv and argv[0].text == "-m":
+        return argv[1:]
+    return argv
+
+
+def _python_target(argv: list[Word], text: str) -> list[Word] | Opaque:
+    """`python [opts] -m MOD args` -> `MOD args`; `python -c CODE` that mentions tests is opaque."""
+    while argv:
+        option = argv[0].text
+        if option == "-m":
+            return argv[1:]
+        if option == "-c":
+            code = argv[1].text if len(argv) > 1 else ""
+            if "pytest" in code or "unittest" in code:
+                return Opaque(text, "`python -c` code is not read by the audit")
+            return []
+        if option in ("-X", "-W"):
+            argv = argv[2:]
+        elif option.startswith("-"):
+            argv = argv[1:]
+        else:
+            script = posixpath.basename(option)
+            if "test" in script.lower():
+                return Opaque(text, f"what {option} runs is not read by the audit")
+            return []
+    return []
+
+
+def _nox(args: tuple[Word, ...], text: str, cwd: str) -> NoxCall | None:
+    sessions: list[str] | None = None
+    noxfile = "noxfile.py"
+    unreadable: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i].text
+        i += 1
+        name, eq, attached = arg.partition("=")
+        if arg == "--":
+            return NoxCall(text, cwd, normalize(noxfile, cwd) or noxfile, _t(sessions), args[i:], tuple(unreadable))
+        if name in _NOX_MULTI:
+            values = [attached] if eq else []
+            while not eq and i < len(args) and not args[i].text.startswith("-"):
+                values.append(args[i].text)
+                i += 1
+            if name in ("-s", "--session", "--sessions", "-e"):
+                sessions = (sessions or []) + values
+        elif name in _NOX_VALUED:
+            value = attached if eq else (args[i].text if i < len(args) else "")
+            i += 0 if eq else 1
+            if name in ("-f", "--noxfile"):
+                noxfile = value
+        elif name in ("-k", "--keywords", "-t", "--tags"):
+            unreadable.append(f"nox {name} selects sessions by expression")
+            i += 0 if eq else 1
+        elif name in ("-l", "--list", "--list-sessions", "--json", "--help", "-h", "--version"):
+            return None
+    return NoxCall(text, cwd, normalize(noxfile, cwd) or noxfile, _t(sessions), (), tuple(unreadable))
+
+
+def _t(sessions: list[str] | None) -> tuple[str, ...] | None:
+    return None if sessions is None else tuple(sessions)

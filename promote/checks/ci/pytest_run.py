@@ -1,0 +1,227 @@
+"""What one pytest command line selects, read the way pytest reads it (ini addopts, PYTEST_ADDOPTS, args)."""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from promote.checks.ci import keywords as ci_keywords
+from promote.checks.ci.model import RUNS, Decision, NodeId, Word, normalize, under, words
+from promote.checks.ci.pytest_ini import Ini, find_ini, read_ini
+
+SHORT_VALUE = set("kmpcnWor")
+LONG_VALUE = {
+    "--numprocesses", "--maxprocesses", "--dist", "--tx", "--rsyncdir", "--max-worker-restart", "--config-file",
+    "--rootdir", "--basetemp", "--junitxml", "--junit-xml", "--junit-prefix", "--override-ini", "--cov-report",
+    "--cov-config", "--cov-fail-under", "--cov-context", "--tb", "--durations", "--durations-min", "--maxfail",
+    "--pythonwarnings", "--log-level", "--log-format", "--log-date-format", "--log-cli-level", "--log-cli-format",
+    "--log-cli-date-format", "--log-file", "--log-file-level", "--log-file-format", "--log-file-date-format",
+    "--log-file-mode", "--capture", "--color", "--code-highlight", "--timeout", "--timeout-method", "--import-mode",
+    "--confcutdir", "--reruns", "--reruns-delay", "--only-rerun", "--html", "--css", "--report-log",
+    "--json-report-file", "--randomly-seed", "--asyncio-mode", "--hypothesis-profile", "--hypothesis-seed",
+    "--count", "--repeat-scope", "--splits", "--group", "--splitting-algorithm", "--durations-path",
+    "--last-failed-no-failures", "--lfnf", "--deselect", "--ignore", "--ignore-glob", "--assert", "--show-capture",
+    "--verbosity", "--doctest-glob", "--doctest-report", "--pdbcls", "--ds", "--dc", "--benchmark-json",
+    "--benchmark-save", "--benchmark-storage", "--benchmark-sort", "--benchmark-group-by", "--benchmark-columns",
+}  # fmt: skip
+OPTIONAL_VALUE = {"--cov"}  # nargs="?": it takes the next word when that is not an option
+NO_RUN = {
+    "--co", "--collect-only", "--collectonly", "--fixtures", "--funcargs", "--fixtures-per-test", "--markers",
+    "-h", "--help", "--version", "-V", "--setup-plan", "--cache-show",
+}  # fmt: skip
+UNREADABLE = {"--pyargs": "--pyargs names packages, not paths", "--lf": "--lf depends on the cache"}
+UNREADABLE["--last-failed"] = UNREADABLE["--lf"]
+
+
+@dataclass
+class _Scan:
+    positional: list[Word] = field(default_factory=list)
+    options: list[tuple[str, Word | None]] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+
+    def value(self, *names: str) -> Word | None:
+        found = [v for n, v in self.options if n in names]
+        return found[-1] if found else None
+
+
+def _scan(args: tuple[Word, ...]) -> _Scan:
+    scan = _Scan()
+    i = 0
+    only_positional = False
+    while i < len(args):
+        w = args[i]
+        t = w.text
+        i += 1
+        if only_positional or not t.startswith("-") or t == "-":
+            scan.positional.append(w)
+        elif t == "--":
+            only_positional = True
+        elif t.startswith("--"):
+            name, eq, attached = t.partition("=")
+            if eq:
+                scan.options.append((name, Word(attached, w.known)))
+            elif name in LONG_VALUE or (name in OPTIONAL_VALUE and i < len(args) and not args[i].text.startswith("-")):
+                scan.options.append((name, args[i] if i < len(args) else None))
+                i += 1
+            else:
+                scan.flags.append(name)
+        else:
+            for j in range(1, len(t)):
+                if t[j] in SHORT_VALUE:
+                    rest = t[j + 1 :]
+                    if rest:
+                        scan.options.append(("-" + t[j], Word(rest, w.known)))
+                    else:
+                        scan.options.append(("-" + t[j], args[i] if i < len(args) else None))
+                        i += 1
+                    break
+                scan.flags.append("-" + t[j])
+    return scan
+
+
+@dataclass(frozen=True)
+class PytestRun:
+    """The selection of one pytest command: paths, ignores, deselects, -k and -m, and what it could not read."""
+
+    text: str
+    cwd: str
+    rootdir: str
+    paths: tuple[tuple[str, str], ...]  # (repo-relative path or node id, as written)
+    ignore: tuple[tuple[str, str], ...] = ()
+    ignore_glob: tuple[tuple[str, str], ...] = ()
+    deselect: tuple[tuple[str, str], ...] = ()
+    keyword: str | None = None
+    markexpr: str | None = None
+    plugins_off: tuple[str, ...] = ()
+    unreadable: tuple[str, ...] = ()
+    runs_tests: bool = True
+
+    @classmethod
+    def parse(cls, args: tuple[Word, ...], *, text: str, cwd: str, root: Path, addopts_env: Word | None) -> PytestRun:
+        """Read `pytest ARGS` run in repo-relative `cwd` of the checkout at `root`."""
+        unreadable: list[str] = []
+        cli = _scan(args)
+        config_word = cli.value("-c", "--config-file")
+        ini: Ini | None
+        if config_word is not None and config_word.known:
+            config_path = normalize(config_word.text, cwd)
+            ini = read_ini(root, config_path) if config_path is not None else None
+            if ini is None:
+                unreadable.append(f"-c {config_word.text} cannot be read")
+        else:
+            ini = find_ini(root, cwd, [normalize(w.text.partition("::")[0], cwd) for w in cli.positional if w.known])
+        env_args: tuple[Word, ...] = ()
+        if addopts_env is not None:
+            env_args = words(*addopts_env.text.split()) if addopts_env.known else (addopts_env,)
+        scan = _scan((*words(*(ini.addopts if ini else ())), *env_args, *args))
+        rootword = scan.value("--rootdir")
+        rootdir = ini.directory if ini else cwd
+        if rootword is not None and rootword.known:
+            rootdir = normalize(rootword.text, cwd) or ""
+        for w in [w for w in scan.positional if not w.known] + [v for _, v in scan.options if v and not v.known]:
+            unreadable.append(f"`{w.text}` is not known before the job runs")
+        unreadable += [UNREADABLE[f] for f in scan.flags if f in UNREADABLE]
+        unreadable += [f"-o {v.text}" for n, v in scan.options if n in ("-o", "--override-ini") and v and _sel(v)]
+        paths = [(normalize(w.text.partition("::")[0], cwd), w.text) for w in scan.positional if w.known]
+        selected: list[tuple[str, str]] = []
+        for rel, shown in paths:
+            node = shown.partition("::")[2]
+            if rel is None or not (root / rel).exists():
+                unreadable.append(f"`{shown}` is not a path in the repository")
+            else:
+                selected.append((f"{rel}::{node}" if node else rel, shown))
+        if not scan.positional:
+            selected = _default_paths(root, cwd, ini)
+
+        def rel_values(*names: str) -> tuple[tuple[str, str], ...]:
+            out = []
+            for n, v in scan.options:
+                if n in names and v is not None and v.known:
+                    base = rootdir if n == "--deselect" else cwd
+                    out.append((normalize(v.text, base) or "", v.text))
+            return tuple(out)
+
+        keyword = scan.value("-k")
+        mark = scan.value("-m")
+        return cls(
+            text=text,
+            cwd=cwd,
+            rootdir=rootdir,
+            paths=tuple(selected),
+            ignore=rel_values("--ignore"),
+            ignore_glob=rel_values("--ignore-glob"),
+            deselect=rel_values("--deselect"),
+            keyword=keyword.text if keyword is not None and keyword.known and keyword.text.strip() else None,
+            markexpr=mark.text if mark is not None and mark.known and mark.text.strip() else None,
+            plugins_off=tuple(v.text for n, v in scan.options if n == "-p" and v and v.text.startswith("no:")),
+            unreadable=tuple(dict.fromkeys(unreadable)),
+            runs_tests=not any(f in NO_RUN for f in scan.flags),
+        )
+
+    def decide(self, test: NodeId) -> Decision:
+        """Whether this command runs `test`; the first filter that drops it, or why that is unknown."""
+        if not self.runs_tests:
+            return Decision("dropped", f"`{self.text}` only collects, it runs no test", scope=True)
+        if not any(_selects(p, test) for p, _ in self.paths):
+            shown = ", ".join(s for _, s in self.paths) or "none"
+            return Decision("dropped", f"not under the paths `{self.text}` selects ({shown})", scope=True)
+        for rel, shown in self.ignore:
+            if under(test.module, rel):
+                return Decision("dropped", f"--ignore={shown}")
+        for pattern, shown in self.ignore_glob:
+            if any(fnmatch.fnmatchcase(p, pattern) for p in _self_and_parents(test.module, self.cwd)):
+                return Decision("dropped", f"--ignore-glob={shown}")
+        for prefix, shown in self.deselect:
+            if test.raw.startswith(prefix):
+                return Decision("dropped", f"--deselect {shown}")
+        if self.keyword is not None:
+            try:
+                if not ci_keywords.matches(self.keyword, ci_keywords.names_of(test, self.rootdir)):
+                    return Decision("dropped", f'-k "{self.keyword}"')
+            except ci_keywords.Unsupported as e:
+                return Decision("undecided", str(e))
+        if self.unreadable:
+            return Decision("undecided", "; ".join(self.unreadable))
+        if self.markexpr is not None:
+            return Decision("undecided", f'-m "{self.markexpr}" (markers are not visible in test ids)')
+        return RUNS
+
+
+def _sel(value: Word) -> bool:
+    return not value.known or value.text.split("=", 1)[0].strip() in ("addopts", "testpaths", "python_files")
+
+
+def _default_paths(root: Path, cwd: str, ini: Ini | None) -> list[tuple[str, str]]:
+    """What pytest runs with no path arguments: `testpaths` when run from the rootdir, else the directory."""
+    if ini is not None and ini.testpaths and ini.directory == cwd:
+        found: list[tuple[str, str]] = []
+        for pattern in ini.testpaths:
+            for hit in sorted(glob.glob(pattern, root_dir=root / cwd, recursive=True)):
+                rel = normalize(hit, cwd)
+                if rel is not None:
+                    found.append((rel, f"testpaths {pattern}"))
+        if found:
+            return found
+    return [(cwd, cwd or ".")]
+
+
+def _selects(selected: str, test: NodeId) -> bool:
+    path, _, node = selected.partition("::")
+    if not node:
+        return under(test.module, path)
+    if test.module != path:
+        return False
+    rest = "::".join(test.parts)
+    return rest == node or rest.startswith(node + "::") or rest.startswith(node + "[")
+
+
+def _self_and_parents(module: str, cwd: str) -> list[str]:
+    out = [module]
+    parent = posixpath.dirname(module)
+    while parent and under(parent, cwd) and parent != cwd:
+        out.append(parent)
+        parent = posixpath.dirname(parent)
+    return out

@@ -1,0 +1,246 @@
+"""Read GitHub Actions workflows into jobs: runner labels, `if:` answers and `run:` steps, per matrix entry."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from promote.checks.ci.expr import Truth, evaluate_if
+from promote.checks.ci.model import WORKSPACE, normalize
+
+WORKFLOWS = ".github/workflows"
+MAX_COMBINATIONS = 256
+_MATRIX_REF = re.compile(r"\$\{\{\s*matrix((?:\.[\w-]+)+)\s*\}\}")
+_WORKSPACE_REF = re.compile(r"\$\{\{\s*github\.workspace\s*\}\}")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One `run:` step (a local composite action contributes its own steps)."""
+
+    script: str
+    cwd: str | None
+    env: tuple[tuple[str, str | None], ...]
+    condition: Truth
+    opaque: str = ""  # why the step's text cannot be read as shell (e.g. `shell: python`)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job, or one matrix entry of it, as far as it can be read before it runs."""
+
+    source: str
+    name: str
+    labels: tuple[str, ...] | None  # None: `runs-on` is only known when the workflow runs
+    labels_why: str
+    condition: Truth
+    steps: tuple[Step, ...]
+    calls: str = ""  # `uses:` of a reusable workflow in another repository
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A workflow GitHub would refuse to run, with the file (and line, when YAML says)."""
+
+    source: str
+    message: str
+
+
+def read_workflows(root: Path, repository: str | None) -> tuple[list[Job], list[Problem]]:
+    """Every job of every workflow under .github/workflows; broken files become problems, not exceptions."""
+    folder = root / WORKFLOWS
+    files = sorted(p for p in folder.glob("*") if p.suffix in (".yml", ".yaml")) if folder.is_dir() else []
+    jobs: list[Job] = []
+    problems: list[Problem] = []
+    for path in files:
+        source = f"{WORKFLOWS}/{path.name}"
+        try:
+            data = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
+            what = getattr(e, "problem", None) or str(e).splitlines()[0]
+            problems.append(Problem(source, f"{where}: not valid YAML: {what}"))
+            continue
+        except (OSError, UnicodeDecodeError) as e:
+            problems.append(Problem(source, f"{source}: cannot be read: {e}"))
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict):
+            problems.append(Problem(source, f"{source}: no `jobs:` mapping, so GitHub runs nothing from it"))
+            continue
+        for job_id, raw in data["jobs"].items():
+            if not isinstance(raw, dict):
+                problems.append(Problem(source, f"{source}: job `{job_id}` is not a mapping"))
+                continue
+            jobs.extend(_job(root, source, str(job_id), raw, data, repository, problems))
+    return jobs, problems
+
+
+def _job(
+    root: Path, source: str, job_id: str, raw: dict[str, Any], workflow: dict[str, Any], repo: str | None,
+    problems: list[Problem],
+) -> list[Job]:  # fmt: skip
+    condition = evaluate_if(raw.get("if"), repo)
+    uses = raw.get("uses")
+    if isinstance(uses, str):
+        remote = "" if uses.startswith("./") else uses
+        return [Job(source, job_id, (), "", condition, (), remote)]
+    if "runs-on" not in raw:
+        problems.append(Problem(source, f"{source}: job `{job_id}` has no `runs-on`"))
+        return []
+    combos = _combinations(raw.get("strategy"))
+    # An unreadable matrix leaves `${{ matrix.* }}` in place, so whatever uses it reads as unknown.
+    entries: list[dict[str, Any] | None] = [None] if isinstance(combos, str) else list(combos)
+    defaults = {**_run_defaults(workflow), **_run_defaults(raw)}
+    env = {**_mapping(workflow.get("env")), **_mapping(raw.get("env"))}
+    out = []
+    for combo in entries:
+        labels, why = _labels(_substitute(raw["runs-on"], combo))
+        if labels is None and isinstance(combos, str):
+            why = combos
+        name = f"{job_id} ({', '.join(_text(v) for v in combo.values())})" if combo else job_id
+        steps = _steps(root, raw.get("steps"), combo, env, defaults, repo)
+        out.append(Job(source, name, labels, why, condition, tuple(steps)))
+    return out
+
+
+def _steps(
+    root: Path,
+    raw: object,
+    combo: dict[str, Any] | None,
+    env: dict[str, object],
+    defaults: dict[str, Any],
+    repo: str | None,
+) -> list[Step]:
+    out: list[Step] = []
+    for step in raw if isinstance(raw, list) else []:
+        if not isinstance(step, dict):
+            continue
+        step_env = {**env, **_mapping(step.get("env"))}
+        condition = evaluate_if(step.get("if"), repo)
+        uses = step.get("uses")
+        if isinstance(uses, str) and uses.startswith("./"):
+            action = _composite(root, uses)
+            out.extend(_steps(root, action, combo, step_env, defaults, repo))
+            continue
+        script = step.get("run")
+        if not isinstance(script, str):
+            continue
+        cwd_raw = _substitute(step.get("working-directory", defaults.get("working-directory", ".")), combo)
+        cwd = None if "${{" in str(cwd_raw) else normalize(_WORKSPACE_REF.sub(WORKSPACE, str(cwd_raw)))
+        shell = str(step.get("shell", defaults.get("shell", "bash")))
+        text = _WORKSPACE_REF.sub(WORKSPACE, _substitute(script, combo))
+        opaque = "" if shell.split()[0] not in ("python", "python3") else f"`shell: {shell}` is not read as shell"
+        values = {k: _env_value(v, combo) for k, v in step_env.items()}
+        values["GITHUB_WORKSPACE"] = WORKSPACE
+        out.append(Step(text, cwd, tuple(values.items()), condition, opaque))
+    return out
+
+
+def _composite(root: Path, uses: str) -> object:
+    """The steps of a local composite action (`uses: ./path`), or nothing."""
+    base = normalize(uses.split("@")[0])
+    for name in ("action.yml", "action.yaml"):
+        path = root / (base or ".") / name
+        if path.is_file():
+            try:
+                data = yaml.safe_load(path.read_text())
+            except (OSError, yaml.YAMLError):
+                return []
+            runs = data.get("runs") if isinstance(data, dict) else None
+            return runs.get("steps") if isinstance(runs, dict) else []
+    return []
+
+
+def _combinations(strategy: object) -> list[dict[str, Any]] | str:
+    """The matrix entries GitHub would run (include and exclude applied), or why that is unknown."""
+    matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
+    if matrix is None:
+        return [{}]
+    if not isinstance(matrix, dict):
+        return f"the matrix comes from an expression ({matrix})"
+    axes = {k: v for k, v in matrix.items() if k not in ("include", "exclude")}
+    for key, values in axes.items():
+        if not isinstance(values, list):
+            return f"matrix.{key} comes from an expression ({values})"
+    size = 1
+    for values in axes.values():
+        size *= len(values)
+    if size > MAX_COMBINATIONS:
+        return f"the matrix has {size} entries (more than {MAX_COMBINATIONS} are not expanded)"
+    combos: list[dict[str, Any]] = (
+        [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())] if axes else []
+    )
+    for ex in matrix.get("exclude") or []:
+        if isinstance(ex, dict):
+            combos = [c for c in combos if not all(c.get(k) == v for k, v in ex.items())]
+    for inc in matrix.get("include") or []:
+        if not isinstance(inc, dict):
+            continue
+        fits = [c for c in combos if all(c[k] == v for k, v in inc.items() if k in axes)] if axes else []
+        for c in fits:
+            c.update(inc)
+        if not fits:
+            combos.append({str(k): v for k, v in inc.items()})
+    return combos or [{}]
+
+
+def _lookup(combo: dict[str, Any], dotted: str) -> object:
+    value: object = combo
+    for key in dotted.strip(".").split("."):
+        value = value.get(key, "") if isinstance(value, dict) else ""
+    return value
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def _substitute(value: Any, combo: dict[str, Any] | None) -> Any:
+    if combo is None:
+        return value
+    if isinstance(value, str):
+        whole = _MATRIX_REF.fullmatch(value.strip())
+        if whole and isinstance(found := _lookup(combo, whole.group(1)), list):
+            return found
+        return _MATRIX_REF.sub(lambda m: _text(_lookup(combo, m.group(1))), value)
+    if isinstance(value, list):
+        return [_substitute(v, combo) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, combo) for k, v in value.items()}
+    return value
+
+
+def _labels(runs_on: object) -> tuple[tuple[str, ...] | None, str]:
+    if isinstance(runs_on, dict):
+        if "group" in runs_on:
+            return None, f"runner group {runs_on['group']!r} cannot be checked"
+        runs_on = runs_on.get("labels", [])
+    labels = [runs_on] if isinstance(runs_on, str) else runs_on if isinstance(runs_on, list) else None
+    if labels is None or not all(isinstance(x, str) for x in labels):
+        return None, f"`runs-on: {runs_on}` cannot be read"
+    if any("${{" in x for x in labels):
+        return None, f"`runs-on: {', '.join(labels)}` is only known when the workflow runs"
+    return tuple(labels), ""
+
+
+def _run_defaults(tbl: dict[str, Any]) -> dict[str, Any]:
+    defaults = tbl.get("defaults")
+    run = defaults.get("run") if isinstance(defaults, dict) else None
+    return run if isinstance(run, dict) else {}
+
+
+def _mapping(value: object) -> dict[str, object]:
+    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _env_value(value: object, combo: dict[str, Any] | None) -> str | None:
+    text = _substitute(_text(value), combo)
+    return None if "${{" in text else text

@@ -1,0 +1,34 @@
+"""Human-readable report of a `promote test` run."""
+
+from __future__ import annotations
+
+from promote.cli.render import findings_lines, table
+from promote.runners.requirements import blocked_summary
+from promote.runners.run import RunResult
+
+
+def run_report(r: RunResult) -> str:
+    rows = []
+    for p in r.packages:
+        counts = [p.passed, p.failed, p.errors, p.skipped, p.blocked, p.crashed]
+        rows.append([p.name, *map(str, counts), f"{p.duration_s:.1f}s", p.station])
+    lines = [f"run {r.run_id}", ""]
+    lines += table(["PACKAGE", "PASSED", "FAILED", "ERRORS", "SKIPPED", "BLOCKED", "CRASHED", "TIME", "STATION"], rows)
+    for p in r.packages:
+        if p.subtests:
+            parts = ", ".join(f"{n} {k}" for k, n in sorted(p.subtests.items()))
+            lines.append(f"  {p.name} subtests: {parts}")
+        lines += [f"  {p.name}: {line}" for line in blocked_summary(p)]
+    blocked = {(p.name, test) for p in r.packages for test in p.blocked_tests}
+    failing = [
+        (p.name, t)
+        for p in r.packages
+        for t in p.tests
+        if t.outcome in ("failed", "error") and (p.name, t.nodeid) not in blocked
+    ]
+    if failing:
+        lines += ["", "failed:"] + [f"  {name}: {t.nodeid} ({t.outcome})" for name, t in failing]
+    if r.findings:
+        lines += ["", "findings:", *findings_lines(r.findings)]
+    lines += ["", f"results: {r.out_dir}", "all green" if r.green else "not green"]
+    return "\n".join(lines)

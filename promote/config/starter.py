@@ -1,0 +1,48 @@
+"""`promote init`: write a starter promote.toml from the repository's remotes and branches."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from promote.config import CONFIG_NAME, DEFAULT_TEST_PATHS
+from promote.core.errors import UsageError
+from promote.core.git import Repo
+
+TRUNK_NAMES = ("main", "master", "trunk")
+DEPLOYED_NAMES = ("deployed", "production", "prod", "live")
+
+
+def _toml_list(items: list[str] | tuple[str, ...]) -> str:
+    # JSON string escapes are valid TOML basic strings.
+    return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+
+def starter_text(repo: Repo) -> str:
+    """The text of a starter configuration for `repo`."""
+    branches = repo.branches()
+    trunk = next((b for b in TRUNK_NAMES if b in branches), None) or repo.current_branch() or "main"
+    deployed = next((b for b in DEPLOYED_NAMES if b in branches), None)
+    lines = [
+        "# promote configuration: see `promote --help`",
+        "[promote]",
+        f"trunk = {json.dumps(trunk)}",
+        f"mirrors = {_toml_list(sorted(repo.remotes(), key=lambda r: r != 'origin'))}",
+    ]
+    lines.append(
+        f"deployed = {json.dumps(deployed)}"
+        if deployed
+        else '# deployed = "deployed"   # branch, tag or sha that production serves'
+    )
+    lines.append(f"test_paths = {_toml_list(DEFAULT_TEST_PATHS)}")
+    return "\n".join(lines) + "\n"
+
+
+def init(start: Path, *, overwrite: bool = False) -> Path:
+    """Write promote.toml at the repository root; refuse to replace an existing one unless asked."""
+    repo = Repo(start)
+    target = repo.root / CONFIG_NAME
+    if target.exists() and not overwrite:
+        raise UsageError(f"{target} already exists; pass --overwrite to replace it")
+    target.write_text(starter_text(repo), encoding="utf-8")
+    return target

@@ -1,0 +1,220 @@
+"""The only module that talks to git: every command as an argument list, never through a shell."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from promote.core.errors import GitError
+from promote.core.process import run_bounded
+from promote.core.redact import redact
+
+# Plain, untranslated messages that never wait for a password on a terminal nobody watches.
+_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANG": "C"}
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit as shown to people: enough to recognise it, nothing to act on."""
+
+    sha: str
+    short: str
+    subject: str
+    author: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"sha": self.sha, "short": self.short, "subject": self.subject, "author": self.author}
+
+
+@dataclass(frozen=True)
+class GrepHit:
+    """One line `git grep` found: the file, its 1-based line number, and the line."""
+
+    path: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one git command did: its exit status and its (redacted) messages."""
+
+    status: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 0
+
+    @property
+    def reason(self) -> str:
+        """The most telling line of git's complaint, for a one-line report."""
+        lines = [ln.strip() for ln in self.stderr.splitlines() if ln.strip()]
+        for line in lines:
+            if line.startswith(("fatal:", "error:", "timeout:", "remote:", "ssh:")):
+                return line
+        return lines[0] if lines else f"git exited with status {self.status}"
+
+
+def run_git(cwd: Path, *args: str, timeout: float | None = None, remote: bool = False) -> Outcome:
+    """Run `git ARGS...` in `cwd`; never raises on failure; on timeout, kill git and what it started.
+
+    `remote` commands (talking to a mirror) also die, with everything they started, when promote dies:
+    an orphaned push would otherwise still move the mirror with nobody left to record it.
+    """
+    env = {**os.environ, **_ENV}
+    done = run_bounded(["git", *args], cwd=cwd, timeout=timeout, env=env, die_with_promote=remote)
+    if done.status is None:
+        return Outcome(-9, "", f"timeout: git {args[0]} did not complete in {timeout:g} s")
+    return Outcome(done.status, done.stdout.decode("utf-8", "replace"), redact(done.stderr.decode("utf-8", "replace")))
+
+
+class Repo:
+    """A local git repository, addressed by its working tree."""
+
+    def __init__(self, path: Path) -> None:
+        if not path.is_dir():
+            raise GitError(f"{path} is not a directory")
+        probe = run_git(path, "rev-parse", "--is-bare-repository", "--is-shallow-repository", "--show-toplevel")
+        if not probe.ok:
+            if "not a git repository" in probe.stderr:
+                raise GitError(f"{path} is not inside a git repository")
+            if "work tree" in probe.stderr:
+                raise GitError(f"{path} is a bare repository; run promote in a working clone")
+            raise GitError(f"cannot read the repository at {path}: {probe.reason}")
+        _, shallow, top = probe.stdout.splitlines()[:3]
+        self.root = Path(top)
+        self.shallow = shallow == "true"
+
+    def run(self, *args: str, timeout: float | None = None, remote: bool = False) -> Outcome:
+        return run_git(self.root, *args, timeout=timeout, remote=remote)
+
+    def out(self, *args: str) -> str:
+        """Run a git command that must succeed and return its stdout."""
+        result = self.run(*args)
+        if not result.ok:
+            raise GitError(f"git {' '.join(args[:2])} failed in {self.root}: {result.reason}")
+        return result.stdout
+
+    # -- refs and commits ------------------------------------------------------
+
+    def resolve(self, ref: str) -> str | None:
+        """The commit `ref` names, or None when it names none."""
+        result = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+        return result.stdout.strip() if result.ok else None
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        result = self.run("merge-base", "--is-ancestor", ancestor, descendant)
+        if result.status not in (0, 1):
+            raise GitError(f"cannot compare {ancestor[:7]} and {descendant[:7]}: {result.reason}")
+        return result.ok
+
+    def left_right(self, left: str, right: str) -> tuple[int, int] | None:
+        """(commits only `left` has, commits only `right` has); None when either is not here."""
+        result = self.run("rev-list", "--left-right", "--count", f"{left}...{right}", "--")
+        if not result.ok:
+            return None
+        only_left, only_right = result.stdout.split()
+        return int(only_left), int(only_right)
+
+    def commits(self, include: str, exclude: str, *, limit: int = 50) -> list[Commit]:
+        """The newest `limit` commits `include` has that `exclude` lacks."""
+        fmt = "--format=%H%x1f%h%x1f%s%x1f%an <%ae>%x1e"
+        text = self.out("log", f"--max-count={limit}", fmt, include, f"^{exclude}", "--")
+        found = []
+        for record in text.split("\x1e"):
+            fields = record.strip("\n").split("\x1f")
+            if len(fields) == 4:
+                found.append(Commit(*fields))
+        return found
+
+    def changed_files(self, old: str, new: str) -> list[str]:
+        """Paths whose content differs between two commits' trees."""
+        return [p for p in self.out("diff", "--name-only", "-z", "--no-renames", old, new, "--").split("\0") if p]
+
+    def commit_date(self, sha: str) -> str:
+        return self.out("show", "-s", "--format=%cI", sha, "--").strip()
+
+    def tree_files(self, ref: str) -> list[str]:
+        """Every file path in the committed tree of `ref`."""
+        return [p for p in self.out("ls-tree", "-r", "-z", "--name-only", "--end-of-options", ref).split("\0") if p]
+
+    def grep(self, ref: str, patterns: list[str], *, fixed: bool) -> list[GrepHit]:
+        """Lines of `ref`'s tree matching any pattern (fixed strings, or extended regular expressions)."""
+        flags = ["-F"] if fixed else ["-E"]
+        args = [arg for p in patterns for arg in ("-e", p)]
+        result = self.run("grep", "-z", "-n", "-I", "--no-color", *flags, *args, ref, "--")
+        if result.status == 1:  # git grep's "no line matched"
+            return []
+        if not result.ok:
+            raise GitError(f"git grep failed in {self.root}: {result.reason}")
+        hits = []
+        prefix = f"{ref}:"
+        for record in result.stdout.split("\n"):
+            fields = record.split("\0", 2)
+            if len(fields) == 3 and fields[0].startswith(prefix) and fields[1].isdigit():
+                hits.append(GrepHit(fields[0][len(prefix) :], int(fields[1]), fields[2]))
+        return hits
+
+    # -- repository state ------------------------------------------------------
+
+    def current_branch(self) -> str | None:
+        """The checked-out branch, or None when HEAD is detached."""
+        result = self.run("symbolic-ref", "--quiet", "--short", "HEAD")
+        return result.stdout.strip() if result.ok else None
+
+    def branches(self) -> list[str]:
+        return self.out("for-each-ref", "--format=%(refname:short)", "refs/heads").split()
+
+    def remote_urls(self) -> dict[str, str]:
+        """Every remote with its URL (credentials redacted), in one git call."""
+        result = self.run("config", "--get-regexp", r"^remote\..*\.url$")
+        urls: dict[str, str] = {}
+        for line in result.stdout.splitlines():
+            key, _, url = line.partition(" ")
+            # Remote names may contain dots: strip exactly "remote." and ".url".
+            urls.setdefault(key[len("remote.") : -len(".url")], redact(url))
+        return urls
+
+    def remotes(self) -> list[str]:
+        return sorted(self.remote_urls())
+
+    def is_clean(self) -> bool:
+        """True when tracked files have no staged or unstaged change (untracked files are fine)."""
+        return not self.out("status", "--porcelain", "--untracked-files=no").strip()
+
+    # -- talking to mirrors ----------------------------------------------------
+
+    def ls_remote(self, remote: str, branch: str, *, timeout: float) -> Outcome:
+        args = ("ls-remote", "--heads", "--end-of-options", remote, f"refs/heads/{branch}")
+        return self.run(*args, timeout=timeout, remote=True)
+
+    def fetch(self, remote: str, branch: str, dest: str, *, timeout: float) -> Outcome:
+        """Fetch a mirror's branch into a private ref of ours (never a user's branch)."""
+        # The private ref is ours alone; dropping it first lets a rewritten mirror
+        # branch land there without a forced (`+`) refspec. `--refmap=` stops git from
+        # also moving the user's remote-tracking branch as it otherwise would.
+        self.run("update-ref", "-d", dest)
+        return self.run(
+            "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", "--refmap=",
+            "--no-recurse-submodules", "--end-of-options",
+            remote, f"refs/heads/{branch}:{dest}",
+            timeout=timeout, remote=True,
+        )  # fmt: skip
+
+    def push(self, remote: str, sha: str, branch: str, *, timeout: float) -> Outcome:
+        """Push `sha` to `branch` on `remote`; git itself refuses anything but a fast-forward."""
+        return self.run(
+            "push", "--porcelain", "--end-of-options",
+            remote, f"{sha}:refs/heads/{branch}",
+            timeout=timeout, remote=True,
+        )  # fmt: skip
+
+    def update_ref(self, ref: str, new: str, old: str) -> bool:
+        """Move a local ref from exactly `old` to `new`; False if it was not at `old`."""
+        return self.run("update-ref", "-m", "promote: fast-forward", ref, new, old).ok
+
+    def merge_ff_only(self, sha: str) -> Outcome:
+        return self.run("merge", "--ff-only", "--quiet", sha)

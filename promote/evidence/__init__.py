@@ -1,0 +1,1 @@
+"""The evidence: gates, run history and deltas, the pages (Markdown, HTML, JSON, in-toto), publishing, the audit."""

@@ -1,0 +1,127 @@
+"""What changed since the previous comparable run: fixes credited by name, and failures filtered instead of fixed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from promote.core.findings import Finding
+from promote.evidence.history import StoredRun, TestOutcome
+
+RED = ("failed", "error", "crashed")
+FILTERED = ("skipped", "xfailed", "deselected", "blocked")
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One test whose fate changed between two runs."""
+
+    package: str
+    nodeid: str
+    before: str
+    after: str
+    renamed_from: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "package": self.package,
+            "test": self.nodeid,
+            "before": self.before,
+            "after": self.after,
+            "renamed_from": self.renamed_from,
+        }
+
+
+@dataclass(frozen=True)
+class Deltas:
+    """The run compared with the previous comparable one."""
+
+    previous: str | None
+    passed_before: int
+    passed_now: int
+    fixed: tuple[Delta, ...] = ()
+    newly_failing: tuple[Delta, ...] = ()
+    filtered: tuple[Delta, ...] = ()
+
+    @property
+    def headline(self) -> str:
+        if self.previous is None:
+            return f"{self.passed_now} pass; no earlier run to compare with"
+        return f"{self.passed_now} now pass where {self.passed_before} did"
+
+    def findings(self) -> list[Finding]:
+        return [
+            Finding(
+                "filtered-not-fixed",
+                "error",
+                d.nodeid,
+                f"was {d.before} in run {self.previous}, now {d.after}"
+                + (f" (renamed from {d.renamed_from})" if d.renamed_from else "")
+                + ": filtered out, not fixed",
+                cause=None,
+            )
+            for d in self.filtered
+        ]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "previous": self.previous,
+            "passed_before": self.passed_before,
+            "passed_now": self.passed_now,
+            "headline": self.headline,
+            "fixed": [d.to_json() for d in self.fixed],
+            "newly_failing": [d.to_json() for d in self.newly_failing],
+            "filtered_not_fixed": [d.to_json() for d in self.filtered],
+        }
+
+
+def _file_and_name(nodeid: str) -> tuple[str, str]:
+    """(file, test name without parameters): what survives a rename of the other."""
+    path, _, rest = nodeid.partition("::")
+    return path, rest.split("[")[0].rsplit("::", 1)[-1]
+
+
+def _renamed(gone: TestOutcome, appeared: dict[tuple[str, str], TestOutcome]) -> TestOutcome | None:
+    """A new test that is the old one renamed: same file and name, or same name in one other file."""
+    path, name = _file_and_name(gone.nodeid)
+    same_file = [t for (p, n), t in appeared.items() if p == path and n == name and t.package == gone.package]
+    if len(same_file) == 1:
+        return same_file[0]
+    moved = [t for (_, n), t in appeared.items() if n == name and t.package == gone.package]
+    return moved[0] if len(moved) == 1 else None
+
+
+def compare(now: StoredRun, before: StoredRun | None) -> Deltas:
+    """Compare two runs test by test (only the packages both ran)."""
+    if before is None:
+        return Deltas(None, 0, now.count("passed"))
+    shared = now.packages & before.packages
+    old = {(t.package, t.nodeid): t for t in before.tests if t.package in shared}
+    new = {(t.package, t.nodeid): t for t in now.tests if t.package in shared}
+    appeared = {_file_and_name(t.nodeid): t for key, t in new.items() if key not in old}
+    fixed, failing, filtered = [], [], []
+    for key, was in old.items():
+        is_now = new.get(key)
+        renamed_from = None
+        if is_now is None:
+            is_now = _renamed(was, appeared)
+            renamed_from = was.nodeid if is_now is not None else None
+        after = is_now.outcome if is_now is not None else "disappeared"
+        nodeid = is_now.nodeid if is_now is not None else was.nodeid
+        delta = Delta(was.package, nodeid, was.outcome, after, renamed_from)
+        if was.outcome in RED and after == "passed":
+            fixed.append(delta)
+        elif was.outcome in RED and (after in FILTERED or after == "disappeared"):
+            filtered.append(delta)
+        elif was.outcome not in RED and after in RED:
+            failing.append(delta)
+    for key, t in new.items():
+        if key not in old and t.outcome in RED and not any(d.nodeid == t.nodeid for d in failing):
+            failing.append(Delta(t.package, t.nodeid, "absent", t.outcome))
+    return Deltas(
+        previous=before.run_id,
+        passed_before=sum(1 for t in before.tests if t.package in shared and t.outcome == "passed"),
+        passed_now=sum(1 for t in now.tests if t.package in shared and t.outcome == "passed"),
+        fixed=tuple(fixed),
+        newly_failing=tuple(failing),
+        filtered=tuple(filtered),
+    )

@@ -1,0 +1,296 @@
+"""Run history in SQLite under `.promote/`: every test and audit run, its tests, findings and gates."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from promote.core.errors import PromoteError
+from promote.core.findings import Finding
+from promote.core.redact import current as current_redactor
+
+DB_NAME = "history.sqlite"
+
+# Versioned from the first release: `PRAGMA user_version` is the number of scripts applied.
+MIGRATIONS = (
+    """
+    CREATE TABLE IF NOT EXISTS runs (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        started TEXT NOT NULL,
+        finished TEXT NOT NULL,
+        commit_sha TEXT,
+        command TEXT NOT NULL,
+        mirrors TEXT NOT NULL,
+        stations TEXT NOT NULL,
+        gates TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS tests (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        package TEXT NOT NULL,
+        nodeid TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        duration_s REAL NOT NULL,
+        station TEXT NOT NULL,
+        PRIMARY KEY (run_id, package, nodeid)
+    );
+    CREATE TABLE IF NOT EXISTS findings (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        check_name TEXT NOT NULL,
+        severity TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        message TEXT NOT NULL,
+        cause TEXT
+    );
+    CREATE INDEX IF NOT EXISTS runs_started ON runs(started);
+    """,
+    # `previous()` walks runs newest-first in (started, id) order and stops at the first match; with `id` in the
+    # index that walk needs no sort and no table reads. The old index is a prefix of the new one, so it only cost
+    # writes. IF [NOT] EXISTS because a database written by an older promote (whose executescript committed each
+    # statement) may hold a migration interrupted before user_version was bumped.
+    """
+    CREATE INDEX IF NOT EXISTS runs_started_id ON runs(started, id);
+    DROP INDEX IF EXISTS runs_started;
+    """,
+    # A run stopped by a signal is kept, marked, rather than missing from the history.
+    """
+    ALTER TABLE runs ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
+    """,
+)
+
+
+# How long a writer waits for another promote holding the database (two first uses at once, a test run and an
+# audit finishing together) before giving up.
+BUSY_TIMEOUT_S = 30.0
+
+
+class HistoryError(PromoteError):
+    """The history database cannot be read or is newer than this promote."""
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """One test's outcome in one stored run."""
+
+    __test__ = False  # a data class, not something for pytest to collect
+
+    package: str
+    nodeid: str
+    outcome: str
+    duration_s: float = 0.0
+    station: str = ""
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as the history keeps it."""
+
+    run_id: str
+    kind: str
+    started: str
+    finished: str
+    commit: str | None
+    command: str
+    mirrors: dict[str, str | None] = field(default_factory=dict)
+    stations: dict[str, str] = field(default_factory=dict)
+    gates: dict[str, str] = field(default_factory=dict)
+    tests: tuple[TestOutcome, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    interrupted: bool = False  # stopped by a signal before it finished: its tests are what had finished
+
+    @property
+    def packages(self) -> set[str]:
+        return {t.package for t in self.tests}
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for t in self.tests if t.outcome == outcome)
+
+
+def _redacted(run: StoredRun) -> StoredRun:
+    """`run` with every secret (promote.redact) taken out of its text: the history outlives the run."""
+    r = current_redactor()
+    return replace(
+        run,
+        command=r(run.command),
+        tests=tuple(replace(t, nodeid=r(t.nodeid)) for t in run.tests),
+        findings=tuple(
+            replace(f, subject=r(f.subject), message=r(f.message), cause=None if f.cause is None else r(f.cause))
+            for f in run.findings
+        ),
+    )
+
+
+def _wal(db: sqlite3.Connection) -> None:
+    """Switch to write-ahead logging (readers never wait for a writer), waiting out another promote doing so."""
+    # Changing the journal mode needs the database to itself, and SQLite answers "locked" at once rather than
+    # calling the busy handler when two connections both try: so it is retried here, within the busy timeout.
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL").fetchone()
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+class History:
+    """The history database of one repository (`.promote/history.sqlite`)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / DB_NAME
+        try:
+            self._db = self._open()
+        except sqlite3.DatabaseError as e:
+            if isinstance(e, sqlite3.OperationalError) or not self.path.exists():
+                raise HistoryError(f"{self.path}: cannot open the history database: {e}") from None
+            # Not a database (or a damaged one): keep it for whoever wants to look, and start afresh, so that
+            # neither this run's pages nor its exit code depend on an old file.
+            aside = self._move_aside()
+            print(f"promote: warning: {self.path} is not a usable database ({e}); moved to {aside.name}, "
+                  "starting a new history", file=sys.stderr, flush=True)  # fmt: skip
+            try:
+                self._db = self._open()
+            except sqlite3.DatabaseError as again:
+                raise HistoryError(f"{self.path}: cannot open the history database: {again}") from None
+
+    def _open(self) -> sqlite3.Connection:
+        # isolation_level=None: transactions are begun here, explicitly (BEGIN IMMEDIATE), not by the module.
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            self._migrate(db)
+            _wal(db)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _move_aside(self) -> Path:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        self.path.rename(aside)
+        for suffix in ("-wal", "-shm"):
+            extra = self.path.with_name(self.path.name + suffix)
+            if extra.exists():
+                extra.rename(aside.with_name(aside.name + suffix))
+        return aside
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        # One transaction, taken for writing before user_version is read: a second promote creating the same
+        # database at the same moment waits here, then finds the schema made and has nothing to do.
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version > len(MIGRATIONS):
+                raise HistoryError(
+                    f"{self.path}: written by a newer promote (schema {version}, this one knows {len(MIGRATIONS)})"
+                )
+            for script in MIGRATIONS[version:]:
+                for statement in script.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            if version < len(MIGRATIONS):
+                db.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def record(self, run: StoredRun) -> None:
+        """Store one run with its tests and findings (replacing a run of the same id), secrets redacted."""
+        run = _redacted(run)
+        with self._tx() as db:
+            for table, key in (("tests", "run_id"), ("findings", "run_id"), ("runs", "id")):
+                db.execute(f"DELETE FROM {table} WHERE {key} = ?", (run.run_id,))
+            db.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run.run_id, run.kind, run.started, run.finished, run.commit, run.command,
+                    json.dumps(run.mirrors), json.dumps(run.stations), json.dumps(run.gates), int(run.interrupted),
+                ),
+            )  # fmt: skip
+            db.executemany(
+                "INSERT INTO tests VALUES (?, ?, ?, ?, ?, ?)",
+                [(run.run_id, t.package, t.nodeid, t.outcome, t.duration_s, t.station) for t in run.tests],
+            )
+            db.executemany(
+                "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?)",
+                [(run.run_id, f.check, f.severity, f.subject, f.message, f.cause) for f in run.findings],
+            )
+
+    def run_ids(self, limit: int | None = None) -> list[str]:
+        """Run ids, newest first."""
+        rows = self._db.execute(
+            "SELECT id FROM runs ORDER BY started DESC, id DESC LIMIT ?", (-1 if limit is None else limit,)
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def get(self, run_id: str) -> StoredRun:
+        row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            known = ", ".join(self.run_ids(5)) or "none yet"
+            raise HistoryError(f"no run {run_id!r} in {self.path} (recent: {known})")
+        tests = self._db.execute(
+            "SELECT package, nodeid, outcome, duration_s, station FROM tests WHERE run_id = ? ORDER BY rowid",
+            (run_id,),
+        ).fetchall()
+        findings = self._db.execute(
+            "SELECT check_name, severity, subject, message, cause FROM findings WHERE run_id = ? ORDER BY rowid",
+            (run_id,),
+        ).fetchall()
+        return StoredRun(
+            run_id=row[0],
+            kind=row[1],
+            started=row[2],
+            finished=row[3],
+            commit=row[4],
+            command=row[5],
+            mirrors=json.loads(row[6]),
+            stations=json.loads(row[7]),
+            gates=json.loads(row[8]),
+            tests=tuple(TestOutcome(*t) for t in tests),
+            findings=tuple(Finding(*f) for f in findings),
+            interrupted=bool(row[9]),
+        )
+
+    def previous(self, run: StoredRun) -> StoredRun | None:
+        """The newest earlier run that is comparable: it ran at least one of the same packages.
+
+        Earlier means before `run` in (started, id) order, of any kind; `run` need not be stored yet, and its
+        packages are taken from `run` itself, not from the database.
+        """
+        packages = sorted(run.packages)
+        if not packages:
+            return None
+        # Decided in SQL so that only the one run found is loaded: reading each earlier run in full until one
+        # matched made `promote history` quadratic in the size of the history.
+        row = self._db.execute(
+            "SELECT r.id FROM runs AS r WHERE (r.started, r.id) < (?, ?) AND r.interrupted = 0"
+            " AND EXISTS (SELECT 1 FROM tests AS t WHERE t.run_id = r.id"
+            f" AND t.package IN ({', '.join('?' * len(packages))}))"
+            " ORDER BY r.started DESC, r.id DESC LIMIT 1",
+            (run.started, run.run_id, *packages),
+        ).fetchone()
+        return None if row is None else self.get(str(row[0]))

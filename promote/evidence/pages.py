@@ -1,0 +1,142 @@
+"""The evidence document (versioned JSON) and the pages rendered from it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from promote import __version__
+from promote.core.findings import Finding
+from promote.core.outcome import FAIL, PASS, UNDECIDED
+from promote.core.redact import Redactor, printable
+from promote.core.redact import current as current_redactor
+from promote.evidence import render as render_pages
+from promote.evidence.deltas import Deltas
+from promote.evidence.gates import TITLES, Gate, worst
+from promote.evidence.history import StoredRun
+from promote.release.check import CheckResult
+from promote.runners.run import RunResult
+
+SCHEMA_VERSION = 1
+SCHEMA_ID = "https://github.com/promote/promote/schemas/evidence-v1.json"
+
+
+@dataclass(frozen=True)
+class Pages:
+    md: Path
+    html: Path
+    json: Path
+    statements: tuple[Path, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"md": str(self.md), "html": str(self.html), "json": str(self.json),
+                "intoto": [str(p) for p in self.statements]}  # fmt: skip
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of the evidence document, shipped with the package."""
+    data: dict[str, Any] = json.loads(files("promote").joinpath("schemas/evidence.schema.json").read_text("utf-8"))
+    return data
+
+
+def verdict(gates: dict[str, Gate]) -> str:
+    return worst([g.status for g in gates.values()])
+
+
+def _grouped(findings: list[Finding]) -> list[dict[str, Any]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for f in findings:
+        groups.setdefault(f.check, []).append(f.to_json())
+    return [{"check": check, "findings": items} for check, items in sorted(groups.items())]
+
+
+def history_points(runs: list[StoredRun]) -> list[dict[str, Any]]:
+    """Passed / failed / blocked of each run, oldest first (for the chart)."""
+    return [
+        {
+            "run": r.run_id,
+            "started": r.started,
+            "passed": r.count("passed"),
+            "failed": r.count("failed") + r.count("error") + r.count("crashed"),
+            "blocked": r.count("blocked"),
+        }
+        for r in reversed(runs)
+    ]
+
+
+def document(
+    *,
+    run_id: str,
+    check: CheckResult,
+    run: RunResult | None,
+    deltas: Deltas,
+    gates: dict[str, Gate],
+    findings: list[Finding],
+    last_merge: str | None,
+    history: list[dict[str, Any]],
+    provenance: dict[str, str],
+) -> dict[str, Any]:
+    """The evidence document: everything the pages show, as plain JSON."""
+    return {
+        "$schema": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
+        "run": run_id,
+        "verdict": verdict(gates),
+        "candidate": {
+            "sha": check.candidate,
+            "short": check.candidate[:7],
+            "ref": check.candidate_ref,
+            "trunk": check.trunk,
+        },
+        "gate_titles": [list(t) for t in TITLES],
+        "gates": {key: gates[key].to_json() for key, _ in TITLES},
+        "packages": [p.to_json() for p in run.packages] if run else [],
+        "deltas": deltas.to_json(),
+        "findings": [f.to_json() for f in findings],
+        "findings_by_check": _grouped(findings),
+        "merge": {"verdict": check.verdict, "mirrors": [m.to_json() for m in check.mirrors], "last_merge": last_merge},
+        "deployed": check.drift.to_json() if check.drift else None,
+        "history": history,
+        "provenance": {"tool": "promote", "version": __version__, **provenance},
+    }
+
+
+def cleaned(obj: Any) -> Any:
+    """`obj` (JSON-like) with each string made fit for a page: redacted, control characters shown."""
+    redactor = current_redactor()
+    return _cleaned(obj, redactor)
+
+
+def _cleaned(obj: Any, redactor: Redactor) -> Any:
+    if isinstance(obj, str):
+        return printable(redactor(obj))
+    if isinstance(obj, dict):
+        return {k: _cleaned(v, redactor) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_cleaned(v, redactor) for v in obj]
+    return obj
+
+
+def write(doc: dict[str, Any], out_dir: Path, statements: dict[str, dict[str, Any]]) -> Pages:
+    """Write evidence.json, evidence.md, evidence.html and one in-toto statement per package.
+
+    Every string is cleaned first (promote.redact): secrets redacted, control characters shown as `\\xNN`.
+    """
+    doc = cleaned(doc)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pages = Pages(out_dir / "evidence.md", out_dir / "evidence.html", out_dir / "evidence.json")
+    pages.json.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    pages.md.write_text(render_pages.markdown(doc), encoding="utf-8")
+    pages.html.write_text(render_pages.html(doc), encoding="utf-8")
+    written = []
+    for name, statement in statements.items():
+        path = out_dir / f"intoto-{name}.json"
+        path.write_text(json.dumps(cleaned(statement), indent=2) + "\n", encoding="utf-8")
+        written.append(path)
+    return Pages(pages.md, pages.html, pages.json, tuple(written))
+
+
+__all__ = ["FAIL", "PASS", "UNDECIDED", "Pages", "document", "schema", "verdict", "write"]

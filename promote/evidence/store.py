@@ -1,0 +1,75 @@
+"""Store a `promote test` run in the history, like an audit's."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from promote.config import Config
+from promote.core.findings import Finding
+from promote.core.git import run_git
+from promote.evidence.history import History, StoredRun, TestOutcome
+from promote.release import journal
+from promote.runners.run import RunResult
+
+
+def outcomes_of(run: RunResult | None) -> tuple[TestOutcome, ...]:
+    """Each top-level test's fate in the run, as the history keeps it."""
+    if run is None:
+        return ()
+    found = []
+    for p in run.packages:
+        blocked = set(p.blocked_tests)
+        for t in p.tests:
+            if t.parent is None:
+                outcome = "blocked" if t.nodeid in blocked else t.outcome
+                found.append(TestOutcome(p.name, t.nodeid, outcome, t.duration_s, p.station))
+        found += [TestOutcome(p.name, n, "crashed", 0.0, p.station) for n in p.crashed_tests]
+    return tuple(found)
+
+
+def head_commit(config: Config) -> str | None:
+    """The commit checked out in the repository under test (None before its first commit)."""
+    head = run_git(config.root, "rev-parse", "--verify", "--quiet", "HEAD")
+    return head.stdout.strip() if head.ok else None
+
+
+def record_test_run(config: Config, run: RunResult, command: str, commit: str | None) -> None:
+    """Store `run`, made on `commit` (as `head_commit` read it when the tests started)."""
+    history = History(journal.state_dir(config.root))
+    try:
+        history.record(
+            StoredRun(
+                run_id=run.run_id,
+                kind="test",
+                started=run.started,
+                finished=run.finished or datetime.now(timezone.utc).isoformat(),
+                commit=commit,
+                command=command,
+                stations={p.name: p.station for p in run.packages},
+                tests=outcomes_of(run),
+                findings=run.findings,
+            )
+        )
+    finally:
+        history.close()
+
+
+def record_interrupted_run(config: Config, run_id: str, started: str, command: str, commit: str | None) -> None:
+    """Keep a `promote test` stopped by a signal in the history, marked, instead of leaving no trace of it."""
+    note = Finding("package-error", "error", "promote test", "interrupted before its tests finished: nothing counted")
+    history = History(journal.state_dir(config.root))
+    try:
+        history.record(
+            StoredRun(
+                run_id=run_id,
+                kind="test",
+                started=started,
+                finished=datetime.now(timezone.utc).isoformat(),
+                commit=commit,
+                command=command,
+                findings=(note,),
+                interrupted=True,
+            )
+        )
+    finally:
+        history.close()

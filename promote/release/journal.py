@@ -1,0 +1,105 @@
+"""An append-only record of every operation promote performed on a mirror, and promote's state dir."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from promote.core.errors import PromoteError
+from promote.core.redact import redact
+
+STATE_DIR = ".promote"
+JOURNAL = "journal.jsonl"
+
+
+class StateError(PromoteError):
+    """promote's own state (`.promote/`) cannot be created, read or written."""
+
+
+def new_run_id() -> str:
+    """A run's id: sortable by time, unique across runs started in the same second."""
+    # os.urandom, not `secrets`: the same bytes, without loading hashlib before the tests can start.
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(2).hex()
+
+
+def private_dir(path: Path) -> Path:
+    """`path` as a directory, created 0700 if missing (parents too): runs and journals may hold secrets."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def private_file(path: Path, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
+    """An open descriptor on `path`, created 0600 if missing; the caller closes it."""
+    return os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+
+def state_dir(root: Path) -> Path:
+    """`.promote/` under `root`, created 0700 on first use and ignored by git on its own."""
+    path = root / STATE_DIR
+    try:
+        private_dir(path)
+        ignore = path / ".gitignore"
+        if not ignore.exists():
+            # Our state must never show up as an untracked change in the user's repository.
+            fd = private_file(ignore, os.O_WRONLY | os.O_TRUNC)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write("*\n")
+    except OSError as e:
+        raise StateError(f"cannot use {path} for promote's state: {e.strerror or e}") from None
+    return path
+
+
+def append(root: Path, entry: dict[str, object]) -> dict[str, object]:
+    """Append one entry, stamped with the time, to `.promote/journal.jsonl`, on disk before returning.
+
+    Raises StateError when it cannot be written (state dir a file, the journal a directory, disk full).
+    """
+    record = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **entry}
+    line = (redact(json.dumps(record, sort_keys=True)) + "\n").encode("utf-8")
+    path = state_dir(root) / JOURNAL
+    try:
+        fd = private_file(path, os.O_RDWR | os.O_APPEND)
+        try:
+            size = os.fstat(fd).st_size
+            # A line cut short (a full disk, a kill mid-write) must not swallow the next one.
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            # One write on an O_APPEND descriptor: a line is never interleaved with another writer's.
+            if os.write(fd, line) != len(line):
+                raise OSError(28, "short write (disk full?)")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise StateError(f"cannot write the journal {path}: {e.strerror or e}") from None
+    return record
+
+
+def writable(root: Path) -> Path:
+    """The journal's path, after making sure an entry could be appended to it (creating it if need be)."""
+    path = state_dir(root) / JOURNAL
+    try:
+        os.close(private_file(path))
+    except OSError as e:
+        raise StateError(f"cannot write the journal {path}: {e.strerror or e}") from None
+    return path
+
+
+def read(root: Path) -> list[dict[str, object]]:
+    """Every journal entry, oldest first; a line cut short by a crash is skipped."""
+    path = root / STATE_DIR / JOURNAL
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+    except OSError as e:
+        raise StateError(f"cannot read the journal {path}: {e.strerror or e}") from None
+    entries = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries

@@ -1,0 +1,193 @@
+"""Name the cause of order-dependent failures: rerun each failed test alone, then bisect its prefix."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from promote.config import Config, PackageConfig
+from promote.core.findings import Finding
+from promote.release import journal
+from promote.runners.causes import bisect
+from promote.runners.causes.rerun import RerunError, Rerunner, RerunTimeout
+from promote.runners.plugin import progress
+from promote.runners.summary import PackageResult
+
+FAILED = ("failed", "error")
+
+
+@dataclass
+class Budget:
+    """Reruns left for the whole run; shared by every failed test of every package (and thread)."""
+
+    left: int
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def take(self, most: int) -> int:
+        """Set aside up to `most` reruns; how many were set aside."""
+        with self._lock:
+            n = max(0, min(most, self.left))
+            self.left -= n
+            return n
+
+    def give(self, n: int) -> None:
+        """Return reruns set aside and not spent."""
+        with self._lock:
+            self.left += n
+
+
+def orders(out_dir: Path) -> list[list[str]]:
+    """The tests each worker process started, in the order it started them (one list per process)."""
+    found = []
+    for path in sorted(out_dir.glob("*/progress-*.jsonl")):
+        current: list[str] = []
+        for event in progress.read_progress(path):
+            if event.event == "session":
+                # A replaced worker appends to the same log: a new process, a new order.
+                if current:
+                    found.append(current)
+                current = []
+            elif event.event == "start" and event.nodeid is not None:
+                current.append(event.nodeid)
+        if current:
+            found.append(current)
+    return found
+
+
+def prefix_of(victim: str, worker_orders: list[list[str]]) -> list[str] | None:
+    """The tests that ran before `victim` in the same process, or None when it never started."""
+    for order in reversed(worker_orders):
+        if victim in order:
+            return order[: order.index(victim)]
+    return None
+
+
+def failed_tests(result: PackageResult) -> list[str]:
+    """Top-level ids of tests that failed (or whose subtests failed); crashes and timeouts excluded."""
+    skip = set(result.crashed_tests) | {f.subject for f in result.findings if f.check == "timeout"}
+    skip |= set(result.blocked_tests)  # a missing requirement, not an earlier test, stopped these
+    ids: list[str] = []
+    for t in result.tests:
+        top = t.parent or t.nodeid
+        # index 0: a module that failed to collect; there is no test to rerun.
+        if t.outcome in FAILED and t.index > 0 and top not in skip and top not in ids:
+            ids.append(top)
+    return ids
+
+
+def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding]) -> Finding | None:
+    if v.kind == bisect.ORDER_DEPENDENT:
+        named = ", ".join(v.polluters)
+        message = f"fails only after {named} ran earlier in the same process; passes alone (found in {v.reruns} reruns)"
+        leaked = [f"{f.subject} leaked: {f.message}" for f in leaks if f.subject in v.polluters]
+        if leaked:
+            message += "; " + "; ".join(leaked)
+        return Finding("order-dependent", "error", v.test, message, cause=named)
+    if v.kind == bisect.FLAKY:
+        return Finding("flaky", "warning", v.test, f"flaky: {v.detail} ({v.reruns} reruns)")
+    if v.kind == bisect.UNDECIDED:
+        return Finding("rerun-undecided", "warning", v.test, f"undecided whether order-dependent: {v.detail}")
+    return None
+
+
+def oracle(rerunner: Rerunner, victim: str) -> Callable[[Sequence[str]], bool]:
+    """Whether `victim` fails after the given tests, in a fresh process (bisect's view of a rerun)."""
+
+    def run(subset: Sequence[str]) -> bool:
+        try:
+            return rerunner.fails(subset, victim)
+        except RerunTimeout as e:
+            if not subset:
+                raise bisect.Hung(str(e)) from None
+            return True  # hanging only after other tests is failing after them
+        except RerunError as e:
+            raise bisect.CannotTell(str(e)) from None
+
+    return run
+
+
+def investigate_one(
+    rerunner: Rerunner,
+    victim: str,
+    prefix: list[str],
+    budget: Budget,
+    *,
+    observed: bool,
+    alone: bisect.Alone | None = None,
+) -> bisect.Verdict:
+    """Classify one failed test; `alone`: its reruns alone, already made (and paid for)."""
+    done = alone or bisect.Alone()
+    run = bisect.replaying(done, oracle(rerunner, victim))
+    # The budget reruns this classification may make; taken for good when it ends (one victim at a time here).
+    granted = budget.take(budget.left)
+    verdict = bisect.classify(victim, prefix, run, budget=granted + done.ran, observed=observed)
+    budget.give(granted - (verdict.reruns - done.ran))
+    return verdict
+
+
+def rerun_alone(rerunner: Rerunner, victims: Sequence[str], budget: Budget) -> list[bisect.Alone]:
+    """Every victim alone, at once on the free cores: each one's step 1 depends on no other victim.
+
+    The budget is set aside in victim order before any rerun starts, so which victims get reruns
+    does not depend on which rerun ends first.
+    """
+    grants = [budget.take(2) for _ in victims]
+    workers = max(1, min(len(victims), os.cpu_count() or 1))
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rerun")
+    try:
+        found = list(pool.map(lambda v, g: bisect.rerun_alone(oracle(rerunner, v), g), victims, grants))
+    except BaseException:
+        # Interrupted (Ctrl-C): the reruns under way are killed, not waited for, and no more start.
+        rerunner.stop()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    budget.give(sum(g - a.ran for g, a in zip(grants, found, strict=True)))
+    return found
+
+
+def investigate(pkg: PackageConfig, result: PackageResult, budget: Budget) -> PackageResult:
+    """Classify every failed test of one package run; add findings and verdicts to its result."""
+    victims = failed_tests(result)
+    if not victims:
+        return result
+    station = result.out_dir.parent / "station.json"
+    rerunner = Rerunner(
+        pkg, pkg.python or sys.executable, result.out_dir / "reruns", station if station.is_file() else None
+    )
+    worker_orders = orders(result.out_dir)
+    leaks = [f for f in result.findings if f.check == "leaked-state"]
+    alone = rerun_alone(rerunner, victims, budget)
+    # Bisection, in victim order: the budget left for each one does not depend on timing.
+    verdicts = [
+        investigate_one(rerunner, victim, prefix_of(victim, worker_orders) or [], budget, observed=True, alone=done)
+        for victim, done in zip(victims, alone, strict=True)
+    ]
+    found = [f for v in verdicts if (f := verdict_finding(v, leaks)) is not None]
+    return replace(result, findings=result.findings + tuple(found), verdicts=tuple(verdicts))
+
+
+def bisect_by_hand(
+    config: Config, pkg: PackageConfig, victim: str, *, last_run: Path | None
+) -> tuple[bisect.Verdict, Finding | None, int]:
+    """`promote bisect`: from the last run's order when it has the test, else from collection order."""
+    base = journal.state_dir(config.root) / "bisect" / journal.new_run_id()
+    station = last_run.parent / "station.json" if last_run is not None else None
+    rerunner = Rerunner(pkg, pkg.python or sys.executable, base, station if station and station.is_file() else None)
+    prefix = prefix_of(victim, orders(last_run)) if last_run is not None else None
+    observed = False
+    if prefix is None:
+        through = rerunner.run_through(victim)
+        if through is None:
+            raise RerunError(f"{victim} is not a test of package {pkg.name}")
+        prefix, observed = through
+        if not observed:
+            verdict = bisect.Verdict(victim, bisect.NOT_REPRODUCED, reruns=1, detail="passes after the tests before it")
+            return verdict, None, rerunner.invocations
+    verdict = investigate_one(rerunner, victim, prefix, Budget(config.max_reruns), observed=observed)
+    return verdict, verdict_finding(verdict, []), rerunner.invocations

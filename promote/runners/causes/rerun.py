@@ -1,0 +1,232 @@
+"""Rerun chosen tests of a package, in a given order, in a fresh pytest process (for bisecting)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from promote.checks.ci.pytest_ini import find_ini
+from promote.config import PackageConfig
+from promote.core.errors import PromoteError
+from promote.runners.package import PLUGIN, POLL_S, Watch, environment
+from promote.runners.plugin.progress import unfinished
+from promote.runners.plugin.records import TestRecord, read_all_results
+
+FAILED = ("failed", "error")
+# Start-up and collection of a rerun, on top of `timeout_s` for each test it runs.
+START_SLACK_S = 60.0
+_COLLECTING = re.compile(r"^_+ ERROR collecting (.+?) _+$")
+
+
+class RerunError(PromoteError):
+    """A rerun could not say whether the test failed (pytest could not run it at all)."""
+
+
+class RerunTimeout(RerunError):
+    """The test itself ran past the package's timeout in a rerun, and was killed."""
+
+
+@dataclass(frozen=True)
+class Ran:
+    """How one rerun process ended: its exit status, and the tests killed for running too long."""
+
+    status: int
+    log: Path
+    timed_out: tuple[str, ...] = ()
+    # The whole process ran past its bound (e.g. stuck while importing, before any test started).
+    overran: bool = False
+
+
+def files_of(ids: Sequence[str]) -> list[str]:
+    """The files of these test ids (the part before `::`), each once, in the order first named."""
+    return list(dict.fromkeys(t.split("::", 1)[0] for t in ids))
+
+
+def telling_line(log: Path, status: int) -> str:
+    """The one line of a pytest log that says why tests did not run (a collection error, an internal error)."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    for i, line in enumerate(lines):
+        match = _COLLECTING.match(line.strip())
+        if match:
+            # The exception pytest shows for the module is its first `E   ` line.
+            cause = next((x[1:].strip() for x in lines[i + 1 :] if x.startswith("E   ")), "")
+            return f"ERROR collecting {match.group(1)}" + (f": {cause}" if cause else "")
+    internal = [x.removeprefix("INTERNALERROR>").strip() for x in lines if x.startswith("INTERNALERROR>")]
+    if internal:
+        return f"exit {status}: INTERNALERROR {internal[-1]}"
+    errors = [x.strip() for x in lines if x.startswith("ERROR:") or x.startswith("ERROR ")]
+    last = next((x.strip(" =") for x in reversed(lines) if x.strip(" =")), "no output")
+    return f"exit {status}: {errors[0] if errors else last}"
+
+
+def judged_failed(records: Sequence[TestRecord], test: str) -> bool | None:
+    """Whether `test` failed as the first run judges it (itself or one of its subtests); None: it did not run."""
+    mine = [t for t in records if (t.parent is None and t.nodeid == test) or t.parent == test]
+    if not any(t.parent is None for t in mine):
+        return None
+    return any(t.outcome in FAILED for t in mine)
+
+
+class Rerunner:
+    """Runs `prefix + [victim]` in a new process each time; every rerun keeps its own directory.
+
+    Safe to use from several threads at once: each rerun gets its own numbered directory.
+    """
+
+    def __init__(self, pkg: PackageConfig, python: str, base: Path, station: Path | None = None) -> None:
+        self.pkg = pkg
+        self.python = python
+        self.base = base
+        # The same station inventory as the run: a test it cannot run is skipped in reruns too.
+        self.station = station
+        self.invocations = 0
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        """Kill the reruns under way and refuse new ones (the caller is being interrupted)."""
+        self._stopped.set()
+
+    def _next_dir(self, name: str | None = None) -> Path:
+        if self._stopped.is_set():
+            raise RerunError(f"the reruns of {self.pkg.name} were stopped")
+        with self._lock:
+            self.invocations += 1
+            out_dir = self.base / (name or f"rerun-{self.invocations:03d}")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return out_dir
+
+    def _paths(self, ids: Sequence[str]) -> list[str]:
+        """The files to collect for `ids`: only theirs, unless that would make pytest read another ini file."""
+        files = files_of(ids)
+        # Given paths, pytest looks for its ini file from their common directory instead of the package's.
+        if self._ini_directory([]) != self._ini_directory([*files]):
+            return []  # collect the package, as the run did
+        return files
+
+    def _ini_directory(self, args: list[str | None]) -> str | None:
+        found = find_ini(self.pkg.path, "", args)
+        return None if found is None else found.directory
+
+    def _pytest(self, out_dir: Path, *options: str, paths: Sequence[str] = (), tests: int | None = None) -> Ran:
+        cmd = [
+            self.python, "-m", "pytest", "-p", "no:promote", "-p", PLUGIN,
+            "--rootdir", str(self.pkg.path),
+            # One process, serial, and leaks left in place: otherwise the polluter could not pollute.
+            "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
+            # A module elsewhere that fails to import must not stop the tests asked for.
+            "--continue-on-collection-errors",
+            *options, *self.pkg.args,
+        ]  # fmt: skip
+        if self.station is not None:
+            cmd += ["--promote-station", str(self.station)]
+        log = out_dir / "pytest.log"
+        with log.open("wb") as sink:
+            # Its own session: a test killed for its time takes the processes it started with it.
+            proc = subprocess.Popen(
+                [*cmd, *paths],
+                cwd=self.pkg.path,
+                env=environment(self.pkg, self.python),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        try:
+            return self._follow(proc, out_dir, log, tests)
+        finally:
+            if proc.poll() is None:
+                _kill_group(proc)
+
+    def _follow(self, proc: subprocess.Popen[bytes], out_dir: Path, log: Path, tests: int | None) -> Ran:
+        """Wait for the rerun, killing it (and its process group) once a test or the whole run overruns."""
+        timeout = self.pkg.timeout_s
+        watch = Watch(out_dir, timeout)
+        bound = None if timeout is None or tests is None else time.monotonic() + timeout * (tests + 1) + START_SLACK_S
+        overran = False
+        while proc.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=POLL_S)
+            watch.poll()
+            overran = bound is not None and time.monotonic() > bound
+            if watch.timed_out or overran or self._stopped.is_set():
+                _kill_group(proc)
+        watch.poll()
+        return Ran(int(proc.returncode), log, tuple(watch.timed_out), overran)
+
+    def collect(self) -> list[str]:
+        """Every test id of the package in collection order."""
+        out_dir = self._next_dir("collect")
+        ids = out_dir / "ids.txt"
+        done = self._pytest(out_dir, "--collect-only", "--promote-collect", str(ids), tests=0)
+        if not ids.exists():
+            raise RerunError(f"cannot collect the tests of {self.pkg.name}: {telling_line(done.log, done.status)}")
+        return [line for line in ids.read_text(encoding="utf-8").splitlines() if line]
+
+    def run_through(self, victim: str) -> tuple[list[str], bool] | None:
+        """Run the package in collection order up to `victim`: (the tests before it, whether it failed).
+
+        One process both learns the order and sees whether the whole prefix makes the victim fail;
+        None when the package has no such test.
+        """
+        out_dir = self._next_dir("through")
+        self._pytest(out_dir, "--promote-out", str(out_dir), "--promote-leaks", "off", "--promote-until", victim)
+        records = [t for r in read_all_results(out_dir) for t in r.tests]
+        order = [t.nodeid for t in sorted(records, key=lambda t: t.index) if t.parent is None and t.index > 0]
+        if victim not in order:
+            return None
+        return order[: order.index(victim)], bool(judged_failed(records, victim))
+
+    def fails(self, prefix: Sequence[str], victim: str) -> bool:
+        """Run `prefix` then `victim` in one fresh process; True when the victim failed (or died).
+
+        Raises RerunTimeout when the victim itself ran past the timeout, RerunError when it did not run.
+        """
+        out_dir = self._next_dir()
+        tests = [*prefix, victim]
+        select = out_dir / "select.txt"
+        select.write_text("".join(f"{t}\n" for t in tests), encoding="utf-8")
+        done = self._pytest(
+            out_dir,
+            *("--promote-out", str(out_dir), "--promote-leaks", "off", "--promote-select", str(select)),
+            paths=self._paths(tests),
+            tests=len(tests),
+        )
+        failed = judged_failed([t for r in read_all_results(out_dir) for t in r.tests], victim)
+        if failed is not None:
+            return failed
+        return self._unfinished(out_dir, victim, done)
+
+    def _unfinished(self, out_dir: Path, victim: str, done: Ran) -> bool:
+        """Judge a victim without a record: it timed out, its process died under it, or it never ran."""
+        lost = [t for path in sorted(out_dir.glob("progress-*.jsonl")) for t in unfinished(path)]
+        if victim in done.timed_out or (done.overran and victim in lost):
+            raise RerunTimeout(
+                f"{victim} ran longer than the package's timeout ({self.pkg.timeout_s:g} s) and was killed"
+            )
+        if victim in lost:
+            return True  # the process died while running it: a failure too
+        if done.timed_out:
+            why = f"{done.timed_out[0]} ran longer than the timeout ({self.pkg.timeout_s:g} s) before it"
+        elif done.overran:
+            why = f"the rerun ran longer than its bound and was killed ({telling_line(done.log, done.status)})"
+        else:
+            why = telling_line(done.log, done.status)
+        raise RerunError(f"{victim} did not run in a rerun of {self.pkg.name}: {why} (log: {done.log})")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()

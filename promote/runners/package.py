@@ -1,0 +1,257 @@
+"""Run one test package as `python -m pytest` processes with the promote plugin loaded.
+
+A package with `workers > 1` runs as two processes side by side: its serial tests on one
+worker, the rest over `workers` pytest-xdist workers. (xdist's own `loadgroup` stalls when a
+worker dies, so the split is ours.) Workers are spawned by execnet, never forked, and a dead
+worker is replaced so the rest of the package still runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import promote
+from promote.config import PackageConfig
+from promote.core.redact import PACKAGE_ENV_NAMES
+
+if TYPE_CHECKING:
+    from promote.runners.plugin import progress
+
+# Loaded by module path, so the plugin works in a package's own virtualenv without promote installed.
+PLUGIN = "promote.runners.plugin.hooks"
+POLL_S = 0.25
+
+# (package, tests finished, tests collected, whether the package has ended)
+ProgressCallback = Callable[[str, int, int, bool], None]
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    """How one pytest process of a package ended, and which tests it had to kill for running too long."""
+
+    part: str
+    out_dir: Path
+    command: tuple[str, ...]
+    status: int
+    duration_s: float
+    log: Path
+    timed_out: tuple[str, ...] = ()
+    # (test id, worker) of tests whose worker died under them, as the watcher saw it; None: not watched.
+    crashed: tuple[tuple[str, str], ...] | None = None
+
+
+def command(
+    pkg: PackageConfig,
+    out_dir: Path,
+    *,
+    python: str,
+    leaks: str,
+    part: str,
+    workers: int,
+    extra: tuple[str, ...] = (),
+    station: Path | None = None,
+) -> list[str]:
+    """The pytest command line for one part ("all", "serial" or "parallel") of a package."""
+    # `no:promote` first: where promote is installed, its entry point would load the plugin a second time.
+    cmd = [python, "-m", "pytest", "-p", "no:promote", "-p", PLUGIN]
+    cmd += [
+        "--promote-out", str(out_dir),
+        "--promote-leaks", leaks,
+        "--promote-part", part,
+        # Test ids relative to the package, whatever ini file pytest finds above it.
+        "--rootdir", str(pkg.path),
+        "-p", "no:cacheprovider",
+        # A module that cannot be imported must not stop the others (xdist's workers go on; pytest alone would not).
+        "--continue-on-collection-errors",
+        "-q",
+        "-n", str(workers),
+        "--dist", "load",
+        "--max-worker-restart", "1000",
+    ]  # fmt: skip
+    for pattern in pkg.serial:
+        cmd += ["--promote-serial", pattern]
+    if station is not None:
+        cmd += ["--promote-station", str(station)]
+    return cmd + list(pkg.args) + list(extra)
+
+
+def environment(pkg: PackageConfig, python: str) -> dict[str, str]:
+    env = {**os.environ, **dict(pkg.env)}
+    # The plugin redacts the values of these wherever they would be written (promote.redact).
+    env[PACKAGE_ENV_NAMES] = ",".join(name for name, _ in pkg.env)
+    if python != sys.executable:
+        # A foreign interpreter finds the plugin (and only promote) on its path.
+        src = str(Path(promote.__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+class Watch:
+    """Follows one process's progress logs: counts finished tests, kills a worker stuck past the timeout."""
+
+    def __init__(self, out_dir: Path, timeout_s: float | None) -> None:
+        self.out_dir = out_dir
+        self.timeout_s = timeout_s
+        self.tails: dict[Path, progress.LogTail] = {}
+        self.timed_out: list[str] = []
+
+    @property
+    def finished(self) -> int:
+        return sum(t.finished for t in self.tails.values())
+
+    @property
+    def total(self) -> int:
+        # Every xdist worker collects the whole part, so any one count is the part's total.
+        return max((t.collected for t in self.tails.values()), default=0)
+
+    def crashed(self) -> tuple[tuple[str, str], ...]:
+        """(test id, worker) of every test that was running when its process died; call after the process ends."""
+        return tuple(
+            (nodeid, path.stem.removeprefix("progress-"))
+            for path, tail in sorted(self.tails.items())
+            for nodeid in tail.unfinished()
+        )
+
+    def serial_left(self) -> bool:
+        """Whether the parallel part left serial tests to run (True when it cannot tell: better run them)."""
+        counts = [c for tail in self.tails.values() for c in tail.serial_left]
+        return not counts or any(c is None or c > 0 for c in counts)
+
+    def poll(self) -> None:
+        # Imported here, not with this module: pytest is started before a log needs reading.
+        from promote.runners.plugin.progress import LogTail
+
+        for path in self.out_dir.glob("progress-*.jsonl"):
+            tail = self.tails.setdefault(path, LogTail())
+            try:
+                tail.read(path)
+            except OSError:
+                continue
+            self._enforce_timeout(tail)
+
+    def _enforce_timeout(self, tail: progress.LogTail) -> None:
+        if self.timeout_s is None or tail.running is None or tail.pid is None:
+            return
+        nodeid, started = tail.running
+        if nodeid not in self.timed_out and time.time() - started > self.timeout_s:
+            self.timed_out.append(nodeid)
+            # The worker dies mid-test; xdist replaces it and the test is named as unfinished.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(tail.pid, signal.SIGKILL)
+
+
+class PackageRun:
+    """One package's pytest processes: the first is started on construction, `finish` follows them to the end.
+
+    Starting is split from following so that a caller can start every package before doing anything
+    else (station detection, imports), which then happens while pytest starts up.
+    """
+
+    def __init__(
+        self,
+        pkg: PackageConfig,
+        out_dir: Path,
+        *,
+        python: str,
+        leaks: str,
+        extra: tuple[str, ...] = (),
+        station: Path | None = None,
+    ) -> None:
+        self.pkg, self.out_dir, self.python, self.leaks, self.extra, self.station = (
+            pkg, out_dir, python, leaks, extra, station
+        )  # fmt: skip
+        self.env = environment(pkg, python)
+        self.started = time.monotonic()
+        self.phases = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
+        self.stopped = False
+        self.first = self._launch(*self.phases[0])
+        self.current = self.first[0]
+
+    def _launch(self, part: str, workers: int) -> tuple[subprocess.Popen[bytes], list[str], Path]:
+        part_dir = self.out_dir / part
+        part_dir.mkdir(parents=True, exist_ok=True)
+        cmd = command(
+            self.pkg,
+            part_dir,
+            python=self.python,
+            leaks=self.leaks,
+            part=part,
+            workers=workers,
+            extra=self.extra,
+            station=self.station,
+        )
+        with (part_dir / "pytest.log").open("wb") as sink:
+            proc = subprocess.Popen(
+                cmd, cwd=self.pkg.path, env=self.env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        return proc, cmd, part_dir
+
+    def stop(self) -> None:
+        """End the running process and start no other, when the run is being given up (or cannot be followed)."""
+        self.stopped = True
+        proc = self.current
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    def finish(self, on_progress: ProgressCallback | None = None) -> list[ProcessOutcome]:
+        """Follow the processes to their end, reporting progress; never raises on test failures.
+
+        With `workers > 1` the parallel part runs first; the serial part follows only when the
+        parallel part's collection says it left serial tests (one more pytest process is not free).
+        """
+        pkg = self.pkg
+        done: list[ProcessOutcome] = []
+        watches: list[Watch] = []
+        for i, (part, workers) in enumerate(self.phases):
+            # The watcher has read the parallel part's logs to their end: no need to read them again.
+            if i > 0 and (self.stopped or not watches[-1].serial_left()):
+                break
+            proc, cmd, part_dir = self.first if i == 0 else self._launch(part, workers)
+            self.current = proc
+            if self.stopped:  # given up while this part was starting
+                self.stop()
+            watch = Watch(part_dir, pkg.timeout_s)
+            watches.append(watch)
+            last = -1
+            while proc.poll() is None:
+                # Waiting on the process (not sleeping) notices its end at once, not up to POLL_S later.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=POLL_S)
+                watch.poll()
+                finished, total = counts(watches)
+                if on_progress is not None and finished != last:
+                    on_progress(pkg.name, finished, total, False)
+                    last = finished
+            watch.poll()
+            elapsed = time.monotonic() - self.started
+            outcome = ProcessOutcome(
+                part,
+                part_dir,
+                tuple(cmd),
+                int(proc.returncode),
+                elapsed,
+                part_dir / "pytest.log",
+                tuple(watch.timed_out),
+                watch.crashed(),
+            )
+            done.append(outcome)
+        if on_progress is not None:
+            on_progress(pkg.name, *counts(watches), True)
+        return done
+
+
+def counts(watches: list[Watch]) -> tuple[int, int]:
+    """(tests finished, tests collected) over a package's parts, never more finished than collected."""
+    finished = sum(w.finished for w in watches)
+    # A test run more often than collected (a rerun plugin, a replaced worker) makes the total grow with it.
+    return finished, max(finished, sum(w.total for w in watches))

@@ -1,0 +1,276 @@
+"""The promote pytest plugin (loaded through the `pytest11` entry point, or `-p promote.runners.plugin.hooks`).
+
+Inert unless `--promote-out DIR` is given: then each process that runs tests (the only process
+without xdist, each worker with it; never the xdist controller) writes `DIR/results-<worker>.json`
+at session end and appends to `DIR/progress-<worker>.jsonl` as each test starts and finishes.
+promote writes each package's JUnit XML from these records after the run (promote/runners/junit.py).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Generator, Mapping
+from fnmatch import fnmatchcase
+from pathlib import Path
+from types import CodeType
+
+import pytest
+
+from promote.runners.stations import Station, declared, read_station
+
+RECORDER = "promote-recorder"
+# How many serial tests the parallel part left for the serial part (set during collection).
+SERIAL_LEFT = pytest.StashKey[int]()
+STATION = pytest.StashKey[Station]()
+STATION_FILE = pytest.StashKey[Path]()
+REQUIREMENTS = pytest.StashKey[tuple[str, ...]]()
+# promote starts pytest first and detects the station while pytest starts up; the file is written
+# (atomically) well before the first test runs, but a loaded machine may need a moment more.
+STATION_WAIT_S = 60.0
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("promote", "promote: record what ran, catch leaked state")
+    group.addoption(
+        "--promote-out",
+        metavar="DIR",
+        default=None,
+        help="record every test, leaked state and MLX stream misuse into DIR (off without it)",
+    )
+    group.addoption(
+        "--promote-leaks",
+        choices=("restore", "report", "off"),
+        default="restore",
+        help="global state a test leaves changed: restore it (default), only report it, or do not probe at all",
+    )
+    group.addoption(
+        "--promote-serial",
+        metavar="PATTERN",
+        action="append",
+        default=[],
+        help="run tests whose id matches PATTERN (fnmatch) in one worker, like the `serial` marker",
+    )
+    group.addoption(
+        "--promote-part",
+        choices=("all", "serial", "parallel"),
+        default="all",
+        help="run only the serial tests, only the others, or all (default)",
+    )
+    group.addoption(
+        "--promote-collect",
+        metavar="FILE",
+        default=None,
+        help="write the ids of the tests that would run to FILE, one per line",
+    )
+    group.addoption(
+        "--promote-station",
+        metavar="FILE",
+        default=None,
+        help="the station these tests run on (JSON, as `promote stations --json` shows one); a test whose "
+        "`requires` marker names something it lacks is skipped, naming what. Read when a test first declares "
+        "a requirement (waiting for FILE to appear: promote writes it while pytest starts)",
+    )
+    group.addoption(
+        "--promote-until",
+        metavar="TEST_ID",
+        default=None,
+        help="run the tests in collection order up to and including TEST_ID, and no further",
+    )
+    group.addoption(
+        "--promote-select",
+        metavar="FILE",
+        default=None,
+        help="run exactly the test ids listed in FILE (one per line), in that order",
+    )
+
+
+def worker_id(config: pytest.Config) -> str | None:
+    """This process's id: "gw0"... in an xdist worker, "main" without xdist, None in the controller."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return str(workerinput["workerid"])
+    # The controller only distributes tests; its workers record them.
+    if config.getoption("dist", default="no") != "no":
+        return None
+    return "main"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "requires(*resources, device=None, memory_gb=None): what a test needs from the station it runs on",
+    )
+    config.addinivalue_line("markers", "serial: run this test in a single worker, apart from the parallel ones")
+    station = config.getoption("promote_station", default=None)
+    if station:
+        config.stash[STATION_FILE] = Path(station)
+    out = config.getoption("promote_out", default=None)
+    if out is not None:
+        from promote.runners.plugin.orphans import exit_with_parent
+
+        # The controller and every worker: none may outlive the promote that reads their records.
+        exit_with_parent()
+    worker = worker_id(config)
+    if out is None or worker is None:
+        return
+    # Imported here so that a run without --promote-out pays nothing for the plugin.
+    from promote.runners.plugin.recorder import Recorder
+
+    leaks = str(config.getoption("promote_leaks", default="restore"))
+    recorder = Recorder(config, Path(out).resolve(), worker, leaks)
+    config.pluginmanager.register(recorder, RECORDER)
+
+
+def requirements_of(item: pytest.Item) -> tuple[str, ...]:
+    """Everything the item's `requires` markers (its own, its class's, its module's) declare."""
+    found: dict[str, None] = {}
+    for marker in item.iter_markers("requires"):
+        found.update(dict.fromkeys(declared(marker.args, marker.kwargs)))
+    return tuple(found)
+
+
+def failing_fixture(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
+    """`file::name` of the package code that holds what raised (or skipped) during the item's setup.
+
+    That is the innermost fixture whose code raised, when it is the package's own; for pytest's
+    generated fixtures (unittest `setUpClass`, `setUpModule`, xunit `setup_module`/`setup_class`) and
+    a plugin's, the first frame of the package's own code they called, e.g. `tests/t.py::T::setUpClass`.
+    """
+    # `_fixtureinfo` is pytest's own (public in all but name since pytest 3); without it, no attribution.
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    names = {getattr(d.func, "__code__", None): name for name, fixturedefs in defs.items() for d in fixturedefs}
+    entries = list(excinfo.traceback)
+    found = None
+    for i, entry in enumerate(entries):
+        if entry.frame.code.raw in names:
+            found = i
+    if found is None:
+        return None
+    root = item.config.rootpath
+    entry = entries[found]
+    if _in_package(Path(entry.path), root):
+        return f"{Path(entry.path).relative_to(root).as_posix()}::{names[entry.frame.code.raw]}"
+    # The fixture's own code is not the package's: name the package's function it ran, whose failure it is.
+    ours = next((e for e in entries[found + 1 :] if _in_package(Path(e.path), root)), None)
+    if ours is None:
+        return None
+    return f"{Path(ours.path).relative_to(root).as_posix()}::{_qualname(ours.frame.code.raw, ours.frame.f_locals)}"
+
+
+def _in_package(path: Path, root: Path) -> bool:
+    # A virtualenv inside the package directory holds other projects' code (pytest's own among them).
+    return path.is_relative_to(root) and not {"site-packages", "dist-packages"} & set(path.parts)
+
+
+def _qualname(code: CodeType, f_locals: Mapping[str, object]) -> str:
+    """`Class::method` (or `function`) of a frame's code."""
+    qualname = getattr(code, "co_qualname", None)  # Python 3.11+
+    if qualname is None:
+        owner = f_locals.get("cls") or type(f_locals.get("self", None))
+        name = getattr(owner, "__qualname__", "NoneType")
+        qualname = code.co_name if name == "NoneType" else f"{name}.{code.co_name}"
+    return str(qualname).replace(".<locals>.", ".").replace(".", "::")
+
+
+def station_of(config: pytest.Config) -> Station | None:
+    """The station named by `--promote-station`, read when a test first declares a requirement."""
+    station = config.stash.get(STATION, None)
+    path = config.stash.get(STATION_FILE, None)
+    if station is not None or path is None:
+        return station
+    deadline = time.monotonic() + STATION_WAIT_S
+    while not path.is_file():
+        if time.monotonic() > deadline:
+            pytest.exit(f"--promote-station {path}: no such file (waited {STATION_WAIT_S:g} s)", returncode=4)
+        time.sleep(0.01)
+    station = config.stash[STATION] = read_station(path)
+    return station
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before any fixture is set up: a test that cannot run here should not load half its model first.
+    requirements = item.stash[REQUIREMENTS] = requirements_of(item)
+    station = station_of(item.config) if requirements else None
+    lacking = station.lacking(requirements) if station is not None else ()
+    if station is not None and lacking:
+        pytest.skip(f"requires {', '.join(lacking)}: not on station {station.name}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None, None, None]:
+    try:
+        return (yield)
+    except SystemExit as e:
+        # pytest ends without a word when a conftest.py it loads first exits: say which, for the log.
+        if getattr(early_config.known_args_namespace, "promote_out", None) is not None:
+            where = _conftest_line(e, early_config.rootpath)
+            sys.stderr.write(f"ERROR: {where} called sys.exit({e.code!r}) while pytest loaded it: no test can run\n")
+        raise
+
+
+def _conftest_line(e: BaseException, root: Path) -> str:
+    """`path:line` of the innermost conftest.py frame `e` passed through (relative to `root` when inside it)."""
+    where = "a conftest.py"
+    tb = e.__traceback__
+    while tb is not None:
+        path = Path(tb.tb_frame.f_code.co_filename)
+        if path.name == "conftest.py":
+            where = f"{path.relative_to(root) if path.is_relative_to(root) else path}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    try:
+        return (yield)
+    except SystemExit as e:
+        # pytest lets a module (or conftest.py) that exits at import end the whole session, so no other
+        # module would run; under promote it is that module's collection error, and the rest still runs.
+        if collector.config.getoption("promote_out", default=None) is None:
+            raise
+        longrepr = collector.repr_failure(pytest.ExceptionInfo.from_exception(e))
+        return pytest.CollectReport(collector.nodeid, "failed", longrepr, None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    select = config.getoption("promote_select", default=None)
+    if select:
+        wanted = [line for line in Path(select).read_text(encoding="utf-8").splitlines() if line]
+        by_id = {item.nodeid: item for item in items}
+        chosen = [by_id[nodeid] for nodeid in wanted if nodeid in by_id]
+        kept = set(map(id, chosen))
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
+        items[:] = chosen
+    until = config.getoption("promote_until", default=None)
+    if until:
+        last = next((i for i, item in enumerate(items) if item.nodeid == until), len(items) - 1)
+        config.hook.pytest_deselected(items=items[last + 1 :])
+        del items[last + 1 :]
+    part = config.getoption("promote_part", default="all")
+    if part == "all":
+        return
+    patterns = config.getoption("promote_serial", default=[])
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        serial = item.get_closest_marker("serial") is not None or any(fnmatchcase(item.nodeid, p) for p in patterns)
+        (keep if serial == (part == "serial") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    if part == "parallel":
+        # The runner starts the serial part only when this says there is something for it to run.
+        config.stash[SERIAL_LEFT] = len(drop)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    target = session.config.getoption("promote_collect", default=None)
+    if target:
+        Path(target).write_text("".join(f"{item.nodeid}\n" for item in session.items), encoding="utf-8")

@@ -1,0 +1,143 @@
+"""Run a set of probes around each test and turn a difference into a `leaked-state` finding."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from promote.core.findings import Finding, Severity
+from promote.runners.plugin.probes import Change, Probe, Unreadable, show
+
+POLICIES = ("restore", "report", "off")
+
+
+class LeakWatch:
+    """Snapshots probes, compares, restores under the `restore` policy, and times itself."""
+
+    def __init__(self, probes: Sequence[Probe], *, restore: bool) -> None:
+        self.probes = tuple(probes)
+        self.restore = restore
+        self.elapsed_ns = 0
+        self.tests = 0
+        self.carried: dict[str, object] | None = None
+        # Per probe: how many tests changed it only by ordinary use, restored without a finding.
+        self.ordinary: dict[str, int] = {}
+
+    def before_test(self) -> dict[str, object]:
+        """The state as a test starts: the last test's unchanged after-state, else a snapshot."""
+        # Nothing runs between one test's teardown and the next test's setup in a process,
+        # so an after-state that matched its before-state is still the state: reuse it.
+        carried, self.carried = self.carried, None
+        return carried if carried is not None else self.snapshot()
+
+    def snapshot(self) -> dict[str, object]:
+        """Every probe's current value (an `Unreadable` where a probe raised)."""
+        start = time.perf_counter_ns()
+        values: dict[str, object] = {}
+        for p in self.probes:
+            try:
+                values[p.name] = p.snapshot()
+            except Exception as e:
+                values[p.name] = Unreadable(e)
+        self.elapsed_ns += time.perf_counter_ns() - start
+        return values
+
+    def diff(self, before: dict[str, object], after: dict[str, object]) -> dict[str, list[Change]]:
+        """The changes per probe name, only for probes that changed."""
+        out = {}
+        for p in self.probes:
+            try:
+                changes = p.changes(before[p.name], after[p.name])
+            except Exception as e:
+                changes = [Change(p.name, before[p.name], Unreadable(e))]
+            if changes:
+                out[p.name] = changes
+        return out
+
+    def rebase(self, baseline: dict[str, object], pre: dict[str, object]) -> None:
+        """Accept what changed since `pre` (a wider-scoped fixture's doing) into `baseline`."""
+        post = self.snapshot()
+        for name in self.diff(pre, post):
+            baseline[name] = post[name]
+
+    def check(self, nodeid: str, before: dict[str, object]) -> Finding | None:
+        """Compare now against `before`; restore if the policy says so; describe what leaked (one finding)."""
+        self.tests += 1
+        after = self.snapshot()
+        start = time.perf_counter_ns()
+        changed = {} if _equal(before, after) else self.diff(before, after)
+        if not changed:
+            self.carried = after
+            self.elapsed_ns += time.perf_counter_ns() - start
+            return None
+        quiet = self._ordinary(before, after, changed)
+        if quiet and self.restore:
+            restored, _ = self._restore(before, quiet)
+            for name in restored:
+                self.ordinary[name] = self.ordinary.get(name, 0) + 1
+            # A quiet change that could not be put back is a leak after all.
+            changed.update({name: changes for name, changes in quiet.items() if name not in restored})
+        if not changed:
+            self.elapsed_ns += time.perf_counter_ns() - start
+            return None
+        restored, failed = self._restore(before, changed) if self.restore else ([], [])
+        self.elapsed_ns += time.perf_counter_ns() - start
+        keys = "; ".join(
+            f"{c.key}: {show(c.key, c.before)} -> {show(c.key, c.after)}"
+            for changes in changed.values()
+            for c in changes
+        )
+        if not self.restore:
+            what = "left as is (leaks = report)"
+        elif failed:
+            what = f"restored {', '.join(restored) or 'nothing'}; could not restore {', '.join(failed)}"
+        else:
+            what = "restored"
+        severity: Severity = "warning" if self.restore and not failed else "error"
+        message = f"changed global state and did not put it back: {keys} ({what})"
+        return Finding("leaked-state", severity, nodeid, message, cause=nodeid)
+
+    def _ordinary(
+        self, before: dict[str, object], after: dict[str, object], changed: dict[str, list[Change]]
+    ) -> dict[str, list[Change]]:
+        """Take out of `changed` the probes whose change their `ordinary` calls ordinary use."""
+        quiet = {}
+        for p in self.probes:
+            if p.ordinary is None or p.name not in changed:
+                continue
+            try:
+                ordinary = p.ordinary(before[p.name], after[p.name])
+            except Exception:
+                ordinary = False
+            if ordinary:
+                quiet[p.name] = changed.pop(p.name)
+        return quiet
+
+    def _restore(self, before: dict[str, object], changed: dict[str, list[Change]]) -> tuple[list[str], list[str]]:
+        restored, failed = [], []
+        for p in self.probes:
+            if p.name not in changed:
+                continue
+            value = before[p.name]
+            if p.restore is None or isinstance(value, Unreadable):
+                failed.append(p.name)
+                continue
+            try:
+                p.restore(value)
+                restored.append(p.name)
+            except Exception as e:
+                failed.append(f"{p.name} ({type(e).__name__}: {e})")
+        return restored, failed
+
+    def us_per_test(self) -> float | None:
+        """Mean probe cost per test in microseconds (snapshots, comparison, restores)."""
+        return round(self.elapsed_ns / 1000 / self.tests, 2) if self.tests else None
+
+
+def _equal(before: dict[str, object], after: dict[str, object]) -> bool:
+    # One comparison of the whole snapshot (in C) for the usual test that changed nothing; the
+    # per-probe diffs run only when something differs. A value whose `==` raises is not "equal".
+    try:
+        return bool(before == after)
+    except Exception:
+        return False

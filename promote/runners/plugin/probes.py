@@ -1,0 +1,136 @@
+"""Leak probes: snapshot global state before a test, compare after it, and put it back.
+
+A probe is a name, a `snapshot()` and (optionally) a `restore(value)`. Projects add their own
+through the entry point group `promote.probes`: the entry point names a probe (any object with
+`name`, `snapshot` and optionally `restore` / `diff` / `ordinary`) or a callable that returns one or a list.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, NamedTuple
+
+from promote.core.findings import Finding
+from promote.core.redact import redact
+
+ENTRY_POINT_GROUP = "promote.probes"
+SECRET_KEY = re.compile(r"TOKEN|SECRET|KEY|PASSWORD", re.IGNORECASE)
+MAX_VALUE_CHARS = 200
+
+
+class Missing:
+    """The value of a key that is absent on one side of a comparison."""
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+MISSING = Missing()
+
+
+class Change(NamedTuple):
+    """One key whose value differs: `before -> after`."""
+
+    key: str
+    before: object
+    after: object
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A piece of global state to watch; `diff` defaults to per-key for mappings, else `!=`.
+
+    `diff` is asked only about snapshots that are not equal (`==`): equal ones have no changes.
+    `ordinary(before, after)`, asked only about a change, says it is ordinary use (drawing random
+    numbers): restored under the `restore` policy and counted, with no finding.
+    """
+
+    name: str
+    snapshot: Callable[[], object]
+    restore: Callable[[Any], None] | None = None
+    diff: Callable[[Any, Any], list[Change]] | None = None
+    ordinary: Callable[[Any, Any], bool] | None = None
+
+    def changes(self, before: object, after: object) -> list[Change]:
+        """What differs between two snapshots of this probe."""
+        if self.diff is not None:
+            return self.diff(before, after)
+        if _same(before, after):
+            return []
+        if isinstance(before, Mapping) and isinstance(after, Mapping):
+            return mapping_changes(self.name, before, after)
+        return [Change(self.name, before, after)]
+
+
+class Unreadable:
+    """A snapshot that raised: equal to another with the same error, so it is reported once."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.text = f"<unreadable: {type(error).__name__}: {error}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Unreadable) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _same(a: object, b: object) -> bool:
+    # `==` may return a non-bool (arrays) or raise; either way it is not a clean "equal".
+    try:
+        return a is b or bool(a == b)
+    except Exception:
+        return False
+
+
+def mapping_changes(name: str, before: Mapping[Any, Any], after: Mapping[Any, Any]) -> list[Change]:
+    """Per-key changes between two mappings, keys shown as `name[key]`."""
+    out = []
+    for k in sorted(set(before) | set(after), key=str):
+        b, a = before.get(k, MISSING), after.get(k, MISSING)
+        if not _same(b, a):
+            out.append(Change(f"{name}[{k}]", b, a))
+    return out
+
+
+def show(key: str, value: object) -> str:
+    """A value for a message: secret-looking keys as `***`, credentials in URLs redacted."""
+    if value is MISSING:
+        return repr(value)
+    if SECRET_KEY.search(key):
+        return "***"
+    text = redact(repr(value))
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."
+
+
+def as_probe(obj: Any) -> Probe:
+    """Accept a `Probe` or any object with `name`, `snapshot` and optionally `restore` / `diff` / `ordinary`."""
+    if isinstance(obj, Probe):
+        return obj
+    if not isinstance(getattr(obj, "name", None), str) or not callable(getattr(obj, "snapshot", None)):
+        raise TypeError(f"{obj!r} is not a probe (needs a str `name` and a `snapshot()`)")
+    parts = (getattr(obj, "restore", None), getattr(obj, "diff", None), getattr(obj, "ordinary", None))
+    return Probe(obj.name, obj.snapshot, *parts)
+
+
+def entry_point_probes() -> tuple[list[Probe], list[Finding]]:
+    """Probes that installed packages register under `promote.probes`, and any that failed."""
+    probes: list[Probe] = []
+    problems: list[Finding] = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+            if not isinstance(obj, Probe) and not hasattr(obj, "snapshot") and callable(obj):
+                obj = obj()
+            items: Iterable[Any] = obj if isinstance(obj, (list, tuple)) else [obj]
+            probes.extend(as_probe(o) for o in items)
+        except Exception as e:
+            message = f"probe {ep.name} ({ep.value}) is off: {type(e).__name__}: {e}"
+            problems.append(Finding("leaked-state", "warning", ep.name, message))
+    return probes, problems

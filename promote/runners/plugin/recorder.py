@@ -1,0 +1,318 @@
+"""The active half of the plugin: records every test, watches for leaks and stream misuse."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import threading
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from promote.core.findings import Finding
+from promote.runners.plugin import outcomes
+from promote.runners.plugin.hooks import REQUIREMENTS, SERIAL_LEFT, failing_fixture
+from promote.runners.plugin.leaks import LeakWatch
+from promote.runners.plugin.mlx_probes import RANDOM_PROBE, MlxProbes
+from promote.runners.plugin.probes import Probe, entry_point_probes
+from promote.runners.plugin.process_probes import process_probes
+from promote.runners.plugin.progress import ProgressLog
+from promote.runners.plugin.records import TestRecord, WorkerResults, write_results
+from promote.runners.plugin.requirement_rules import excerpt
+from promote.runners.plugin.streams import StreamTracker
+
+
+def import_mlx() -> tuple[ModuleType | None, str | None]:
+    """`mlx.core`, or None and why not (a missing or broken install must not break the run)."""
+    try:
+        import mlx.core as mx
+    except Exception as e:
+        return None, f"mlx is not importable here ({type(e).__name__}: {e})"
+    return mx, None
+
+
+@dataclass(slots=True)
+class _Running:
+    """What is known so far about the test being run."""
+
+    nodeid: str
+    index: int
+    thread: threading.Thread
+    outcome: str | None = None
+    reported: bool = False
+    duration_s: float = 0.0
+    failure: list[str] = field(default_factory=list)
+    skip_reason: str | None = None
+    subtests: list[TestRecord] = field(default_factory=list)
+    subtest_ids: dict[str, int] = field(default_factory=dict)
+    failed_subtests: int = 0
+    requirements: tuple[str, ...] = ()
+    fixture: str | None = None
+
+
+class Recorder:
+    """Registered as a plugin only when `--promote-out` is given, in each process that runs tests."""
+
+    def __init__(self, config: pytest.Config, out_dir: Path, worker: str, leaks: str) -> None:
+        self.config, self.out_dir, self.worker, self.leaks = config, out_dir, worker, leaks
+        self.started_at = time.time()
+        self.records: list[TestRecord] = []
+        self.flushed = 0
+        self.findings: list[Finding] = []
+        self.index = 0
+        self.running: _Running | None = None
+        self.where: str | None = None
+        self.phase = "session"
+        self.fixtures: list[str] = []
+        self.before: dict[str, object] | None = None
+        self.pending: dict[int, dict[str, object]] = {}
+        self.progress = ProgressLog(out_dir, worker)
+        self.main_thread_id = threading.main_thread().ident or 0
+        self.mx, why_not = import_mlx()
+        self.streams = StreamTracker(self.mx, self._whereabouts) if self.mx else None
+        self.watch: LeakWatch | None = None
+        self.mlx_probes: MlxProbes | None = None
+        if leaks != "off":
+            probes: list[Probe] = process_probes()
+            if self.mx is not None:
+                self.mlx_probes = MlxProbes(self.mx)
+                probes += self.mlx_probes.probes()
+            else:
+                message = f"MLX probes are off: {why_not}; the other probes still run"
+                self.findings.append(Finding("leaked-state", "info", "mlx", message))
+            extra, problems = entry_point_probes()
+            self.findings += problems
+            self.watch = LeakWatch(probes + extra, restore=leaks == "restore")
+
+    def _whereabouts(self) -> tuple[str | None, str, str | None]:
+        phase = self.phase
+        run = self.running
+        if run is not None:
+            # pytest names the phase it is in ("<test id> (call)"). Read here, when a stream is made,
+            # rather than followed through three more hooks on every test.
+            current = os.environ.get("PYTEST_CURRENT_TEST", "")
+            if current.startswith(run.nodeid + " (") and current.endswith(")"):
+                phase = current[len(run.nodeid) + 2 : -1]
+        return self.where, phase, self.fixtures[-1] if self.fixtures else None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.progress.collected(len(session.items), serial_left=session.config.stash.get(SERIAL_LEFT, None))
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # A module that cannot even be imported ran no test: it must show up as an error, not as nothing.
+        if not report.failed:
+            return
+        thread = threading.current_thread()
+        record = TestRecord(
+            nodeid=report.nodeid or "<collection>",
+            outcome="error",
+            duration_s=0.0,
+            worker=self.worker,
+            index=0,
+            thread_name=thread.name,
+            thread_id=thread.ident or 0,
+            longrepr=outcomes.truncate(text := str(report.longrepr)),
+            # Whole where longrepr is cut: a module needing a hub model at import names it in its frames.
+            excerpt=excerpt(text),
+        )
+        self.records.append(record)
+        self.progress.finish(record.nodeid, 0, "error", records=[record.to_json()])
+
+    def pytest_collectstart(self, collector: pytest.Collector) -> None:
+        self.where, self.phase = collector.nodeid, "collection"
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
+        self.index += 1
+        nodeid = item.nodeid
+        run = self.running = _Running(nodeid, self.index, threading.current_thread())
+        self.where, self.phase = nodeid, "setup"
+        self.progress.start(nodeid, run.index)
+        self.before = self.watch.before_test() if self.watch else None
+        try:
+            return (yield)
+        finally:
+            # After teardown: compare, name this test as the cause, restore if asked.
+            if self.watch is not None and self.before is not None:
+                leak = self.watch.check(item.nodeid, self.before)
+                if leak is not None:
+                    self.findings.append(leak)
+            self.before, self.running, self.phase = None, None, "between"
+            run.requirements = item.stash.get(REQUIREMENTS, ())
+            self._finish(run)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[Any]) -> Generator[None, object, object]:
+        self.fixtures.append(fixturedef.argname)
+        # A wider-scoped fixture's state is meant to outlast the test that first set it up.
+        wide = self.watch is not None and self.before is not None and fixturedef.scope != "function"
+        pre = self.watch.snapshot() if wide and self.watch else None
+        try:
+            return (yield)
+        finally:
+            self.fixtures.pop()
+            if pre is not None and self.watch is not None and self.before is not None:
+                self.watch.rebase(self.before, pre)
+                fixturedef.addfinalizer(functools.partial(self._teardown_starts, fixturedef))
+
+    def _teardown_starts(self, fixturedef: pytest.FixtureDef[Any]) -> None:
+        # Registered after the fixture's own finalizers, so it runs before them (LIFO).
+        if self.watch is not None and self.before is not None:
+            self.pending[id(fixturedef)] = self.watch.snapshot()
+
+    def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any]) -> None:
+        pre = self.pending.pop(id(fixturedef), None)
+        if pre is not None and self.watch is not None and self.before is not None:
+            self.watch.rebase(self.before, pre)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+        # Returns nothing, so pytest's own implementation still makes the report. A plain hook, not a
+        # wrapper: it runs three times per test.
+        run = self.running
+        if run is None:
+            return
+        if call.when == "call":
+            # The report is made on the thread that ran the test's call phase.
+            run.thread = threading.current_thread()
+        elif call.when == "setup" and call.excinfo is not None and run.fixture is None:
+            run.fixture = failing_fixture(item, call.excinfo)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        run = self.running
+        if run is None or report.nodeid != run.nodeid:
+            return
+        context = outcomes.subtest_context(report)
+        if context is not None:
+            self._subtest(run, report, context)
+            return
+        run.reported = True
+        run.duration_s += report.duration
+        run.outcome = outcomes.combine(run.outcome, report)
+        if report.failed:
+            self._failure(report.nodeid, report.longreprtext, run.failure)
+        elif report.skipped:
+            run.skip_reason = outcomes.skip_reason(report)
+
+    def _subtest(self, run: _Running, report: pytest.TestReport, context: Any) -> None:
+        nodeid = f"{run.nodeid} {outcomes.subtest_description(report, context)}"
+        # The same subTest context can repeat (a loop without parameters): number the repeats.
+        seen = run.subtest_ids[nodeid] = run.subtest_ids.get(nodeid, 0) + 1
+        nodeid += f" #{seen}" if seen > 1 else ""
+        outcome = outcomes.phase_outcome(report)
+        failure: list[str] = []
+        if report.failed:
+            run.failed_subtests += 1
+            self._failure(nodeid, report.longreprtext, failure)
+        skipped = outcomes.skip_reason(report) if outcome in ("skipped", "xfailed") else None
+        run.subtests.append(self._record(run, nodeid, outcome, report.duration, failure, skipped))
+
+    def _failure(self, subject: str, text: str, into: list[str]) -> None:
+        into.append(text)
+        if self.streams is not None:
+            self.findings += self.streams.findings(subject, text)
+
+    def _record(
+        self,
+        run: _Running,
+        nodeid: str,
+        outcome: str,
+        duration_s: float,
+        failure: list[str],
+        skip_reason: str | None,
+    ) -> TestRecord:
+        top = nodeid == run.nodeid
+        return TestRecord(
+            nodeid=nodeid,
+            outcome=outcome,
+            duration_s=round(duration_s, 6),
+            worker=self.worker,
+            index=run.index,
+            thread_name=run.thread.name,
+            thread_id=run.thread.ident or 0,
+            parent=run.nodeid if nodeid != run.nodeid else None,
+            longrepr=outcomes.truncate("\n\n".join(failure)) if failure else None,
+            skip_reason=skip_reason,
+            requirements=run.requirements if top else (),
+            fixture=run.fixture if top else None,
+            excerpt=excerpt("\n\n".join(failure)) if failure else None,
+        )
+
+    def _finish(self, run: _Running) -> None:
+        if not run.reported:
+            self.progress.finish(run.nodeid, run.index, "unreported")
+            return
+        outcome = run.outcome or "passed"
+        if outcomes.failed_by_subtests(outcome, run.failed_subtests):
+            outcome = "failed"
+            plural = "s" if run.failed_subtests > 1 else ""
+            run.failure.append(f"contains {run.failed_subtests} failed subtest{plural}")
+        skipped = run.skip_reason if outcome in ("skipped", "xfailed") else None
+        record = self._record(run, run.nodeid, outcome, run.duration_s, run.failure, skipped)
+        self.records += [record, *run.subtests]
+        # The same records and findings go to the progress log, which outlives a worker that dies later.
+        if self.flushed == len(self.findings) and not run.subtests and _plain_pass(record, self.main_thread_id):
+            self.progress.finish_passed(run.nodeid, run.index, record.duration_s)
+            return
+        fresh, self.flushed = self.findings[self.flushed :], len(self.findings)
+        self.progress.finish(
+            run.nodeid,
+            run.index,
+            outcome,
+            records=[r.to_json() for r in (record, *run.subtests)],
+            findings=[f.to_json() for f in fresh],
+        )
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, exitstatus: int) -> None:
+        if self.mlx_probes is not None and (untracked := self.mlx_probes.untracked()):
+            message = (
+                "MLX state was changed behind the functions promote follows, so no test was "
+                f"named for it: {'; '.join(untracked)}"
+            )
+            self.findings.append(Finding("leaked-state", "warning", "mlx", message))
+        results = WorkerResults(
+            worker=self.worker,
+            pid=os.getpid(),
+            python=platform.python_version(),
+            mlx=getattr(self.mx, "__version__", None) if self.mx else None,
+            leaks=self.leaks,
+            started_at=self.started_at,
+            finished_at=time.time(),
+            exitstatus=int(exitstatus),
+            probe_us_per_test=self.watch.us_per_test() if self.watch else None,
+            tests=tuple(self.records),
+            streams=tuple(self.streams.records.values()) if self.streams else (),
+            findings=tuple(self.findings),
+            random_draws_restored=self.watch.ordinary.get(RANDOM_PROBE, 0) if self.watch else 0,
+        )
+        write_results(self.out_dir, results)
+
+    def pytest_unconfigure(self) -> None:
+        if self.streams is not None:
+            self.streams.uninstall()
+        if self.mlx_probes is not None:
+            self.mlx_probes.uninstall()
+        self.progress.close()
+
+
+def _plain_pass(record: TestRecord, main_thread_id: int) -> bool:
+    """Whether `record` is what `summary.recovered` rebuilds from a short finish line (see ProgressLog)."""
+    return (
+        record.outcome == "passed"
+        and record.thread_id == main_thread_id
+        and record.parent is None
+        and record.longrepr is None
+        and record.skip_reason is None
+        and not record.requirements
+        and record.fixture is None
+        and record.excerpt is None
+    )

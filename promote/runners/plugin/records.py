@@ -1,0 +1,174 @@
+"""What the pytest plugin writes per worker process, and how the runner reads it back."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from promote.core.findings import Finding
+from promote.core.redact import current as current_redactor
+
+SCHEMA = 1
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+_NESTED = ("tests", "streams", "findings")
+
+
+def results_path(out_dir: Path, worker: str) -> Path:
+    """Where `worker` ("main", "gw0", ...) writes its results at session end."""
+    return out_dir / f"results-{worker}.json"
+
+
+def progress_path(out_dir: Path, worker: str) -> Path:
+    """Where `worker` appends a line as each test starts and finishes."""
+    return out_dir / f"progress-{worker}.jsonl"
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    """One test (or one subtest) as it ran: outcome, where, when and on which thread."""
+
+    __test__ = False  # a data class, not something for pytest to collect
+
+    nodeid: str
+    outcome: str
+    duration_s: float
+    worker: str
+    index: int
+    thread_name: str
+    thread_id: int
+    parent: str | None = None
+    longrepr: str | None = None
+    skip_reason: str | None = None
+    # What the test declared with `@pytest.mark.requires`, e.g. ("checkpoint:x", "device:metal").
+    requirements: tuple[str, ...] = ()
+    # The fixture (file::name) whose setup failed or skipped the test.
+    fixture: str | None = None
+    # The failure's exception lines, failing lines and frame arguments, kept whole where longrepr is cut.
+    excerpt: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        # The instance's own dict (json writes its tuples as lists): asdict's deep copy costs
+        # more than the rest of the recording, once per test in every worker.
+        return self.__dict__
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TestRecord:
+        """Parse one entry of `tests` (keys added later may be missing)."""
+        if d.keys() == _TEST_RECORD_KEYS:
+            # Written by this version (the usual case, once per test after every run): the dict is the
+            # instance's own, as `to_json` gave it, so it is taken as is rather than set field by field
+            # through the frozen __init__ (a third of the time promote spends reading results).
+            record = object.__new__(cls)
+            record.__dict__.update(d, requirements=tuple(d["requirements"]))
+            return record
+        known: dict[str, Any] = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        known["requirements"] = tuple(known.get("requirements", ()))
+        return cls(**known)
+
+
+_TEST_RECORD_KEYS = TestRecord.__dataclass_fields__.keys()
+
+
+@dataclass(frozen=True)
+class StreamRecord:
+    """Who made an MLX stream: the test (or collector) running, its phase, fixture and thread."""
+
+    device: str
+    index: int
+    created_by: str | None
+    phase: str
+    thread_name: str
+    thread_id: int
+    fixture: str | None = None
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> StreamRecord:
+        """Parse one entry of `streams`."""
+        known: dict[str, Any] = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        return cls(**known)
+
+
+@dataclass(frozen=True)
+class WorkerResults:
+    """Everything one worker process recorded during its session."""
+
+    worker: str
+    pid: int
+    python: str
+    mlx: str | None
+    leaks: str
+    started_at: float
+    finished_at: float
+    exitstatus: int
+    probe_us_per_test: float | None
+    tests: tuple[TestRecord, ...] = ()
+    streams: tuple[StreamRecord, ...] = ()
+    findings: tuple[Finding, ...] = field(default=())
+    # Tests that only drew numbers from MLX's global generator: its key put back, no finding.
+    random_draws_restored: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The on-disk form (`schema` 1)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NESTED}
+        return {
+            "schema": SCHEMA,
+            **d,
+            "tests": [t.to_json() for t in self.tests],
+            "streams": [asdict(s) for s in self.streams],
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> WorkerResults:
+        """Parse the on-disk form."""
+        if d.get("schema") != SCHEMA:
+            raise ValueError(f"unsupported results schema {d.get('schema')!r}")
+        # A scalar added later (with a default) may be missing from a file an older plugin wrote.
+        scalars = {k: d[k] for k in cls.__dataclass_fields__ if k not in _NESTED and k in d}
+        return cls(
+            **scalars,
+            tests=tuple(TestRecord.from_json(t) for t in d["tests"]),
+            streams=tuple(StreamRecord.from_json(s) for s in d["streams"]),
+            findings=tuple(Finding.from_json(f) for f in d["findings"]),
+        )
+
+
+def write_atomic(target: Path, text: str) -> Path:
+    """Write `text` to `target` whole or not at all (temp file + rename): a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_results(out_dir: Path, results: WorkerResults) -> Path:
+    """Write `results` atomically, so a reader never sees half a file."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # dumps, not dump: only a one-shot encode uses json's C encoder (several times faster).
+    data = results.to_json()
+    text = json.dumps(data, separators=(",", ":"))
+    # Secrets (token shapes, values of the package's env and of secret-looking variables): one search of the
+    # text, and only a file that holds one is encoded again with each string redacted.
+    redactor = current_redactor()
+    if redactor.search(text):
+        text = json.dumps(redactor.data(data), separators=(",", ":"))
+    return write_atomic(results_path(out_dir, results.worker), text)
+
+
+def read_results(path: Path) -> WorkerResults:
+    """Read one `results-<worker>.json`."""
+    return WorkerResults.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+def read_all_results(out_dir: Path) -> list[WorkerResults]:
+    """Read every worker's results in `out_dir`, in worker-name order."""
+    return [read_results(p) for p in sorted(out_dir.glob("results-*.json"))]

@@ -1,0 +1,144 @@
+"""The rule table that reads what a test needed out of how it failed, errored or was skipped."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from promote.runners.plugin.outcomes import truncate
+
+
+@dataclass(frozen=True)
+class Rule:
+    """`pattern` recognises the failure (in its exception lines or skip reason); `requirement` names the need.
+
+    `requirement` is a template filled from the named groups of `pattern`, or, for groups it lacks,
+    of the first of `frames` found in the whole failure text (traceback frames, their arguments).
+    """
+
+    pattern: str
+    requirement: str
+    frames: tuple[str, ...] = ()
+
+
+# A repo id in the traceback, best evidence first: the URL asked for, a repo_id argument, a loader's call line.
+HUB_FRAMES = (
+    r"huggingface\.co/(?:api/(?:models|datasets|spaces)/|datasets/|spaces/)?(?P<repo>[\w.-]+/[\w.-]+)/"
+    r"(?:resolve|revision|tree|commit)/",
+    # `repo_id='org/name'` in a call, `path_or_repo_id = 'org/name'` in a frame's locals, `(repo_id: org/name, ...`
+    # in huggingface_hub's own messages.
+    r"(?<![A-Za-z0-9])(?:path_or_)?repo_id\s*(?:=\s*['\"]|:\s*)(?P<repo>[\w.-]+/[\w.-]+)",
+    r"(?:load|download|from_pretrained)\w*\(\s*(?:\w+\s*=\s*)?['\"](?P<repo>[\w.-]+/[\w.-]+)['\"]",
+    r"(?P<repo>[\w.-]+/[\w.-]+) is not a local folder",
+)
+
+DEFAULT_RULES: tuple[Rule, ...] = (
+    Rule(
+        r"^(?:[\w.]+\.)?(?:LocalEntryNotFoundError|OfflineModeIsEnabled|RepositoryNotFoundError|GatedRepoError)\b"
+        r"|outgoing traffic has been disabled|cannot find the requested files in the (?:local|disk) cache"
+        r"|couldn't find (?:it|them) in the cached files|is not a local folder and is not a valid model identifier",
+        "hub:{repo}",
+        HUB_FRAMES,
+    ),
+    # mlx: "[set_default_device] Cannot set gpu device without gpu backend." (and the same for streams)
+    Rule(r"without gpu backend|\bNo Metal device\b|\bMetal is not (?:available|supported)\b", "device:metal"),
+    Rule(r"(?i)^(?:requires?|needs?)\s+(?:an?\s+)?(?:apple\s+)?(?:metal|apple silicon)\b|\bno metal\b", "device:metal"),
+    Rule(
+        r"^(?:[\w.]+\.)?MemoryError\b|\[metal::malloc\]|std::bad_alloc|\bInsufficient Memory\b|OutOfMemory",
+        "memory",
+    ),
+    # Only a top-level name: "No module named 'pkg.sub'" means pkg is there and the import is wrong.
+    Rule(r"^(?:[\w.]+\.)?(?:ModuleNotFoundError|ImportError): No module named '(?P<name>\w+)'", "package:{name}"),
+    Rule(r"^could not import '(?P<name>\w+)'", "package:{name}"),  # pytest.importorskip's reason
+)
+
+_ABSENT = r"no such file|failed to open|does not exist|not found|cannot find|can't find|unable to open|not a directory"
+
+
+def checkpoint_rules(model_dirs: Iterable[Path]) -> tuple[Rule, ...]:
+    """One rule per model directory: a missing path under it needs `checkpoint:<its first part>`."""
+    rules = []
+    for directory in model_dirs:
+        # mlx_lm.load takes a missing local path for a repo id and says so.
+        absent = rf"(?=.*(?:{_ABSENT}|repo id must be in the form))"
+        path = rf"(?<![\w/.-]){re.escape(str(directory).rstrip('/'))}/(?P<checkpoint>[^/'\"\s:,;()\[\]]+)"
+        rules.append(Rule(rf"(?i)^{absent}.*?{path}", "checkpoint:{checkpoint}"))
+    return tuple(rules)
+
+
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::\s.*)?$")
+_ASSERTION = re.compile(r"^(?:assert\b|(?:[\w.]+\.)?AssertionError\b)")
+_SEPARATOR = re.compile(r"^(?:_ )+_?$|^_{3,}|^={3,}")
+
+
+def excerpt(text: str) -> str:
+    """The lines of a pytest failure that name things: exceptions, failing lines, frame locations and arguments.
+
+    Source listings are dropped, so a long traceback keeps what the rules read (its full text is truncated).
+    """
+    kept = []
+    for line in text.splitlines():
+        if not line.strip() or _SEPARATOR.match(line):
+            continue
+        if not line[0].isspace() or line.lstrip().startswith('File "'):
+            kept.append(line)
+    return truncate("\n".join(kept))
+
+
+def message_lines(text: str) -> list[str]:
+    """The exception lines of a failure text (pytest's `E` lines, or a native traceback's last lines)."""
+    found = []
+    for line in text.splitlines():
+        if line == "E" or line.startswith("E "):
+            found.append(line[1:].strip())
+        elif _EXCEPTION_LINE.match(line):
+            found.append(line)
+    return found
+
+
+def _fields(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def _last(pattern: str, text: str) -> dict[str, str] | None:
+    # The last occurrence is nearest the raise: the innermost frame, the final exception.
+    found = None
+    for m in re.finditer(pattern, text, re.MULTILINE):
+        found = m
+    return None if found is None else {k: v for k, v in found.groupdict().items() if v}
+
+
+def apply(rule: Rule, messages: str, whole: str) -> str | None:
+    """The requirement `rule` reads from a failure, or None when it does not match or cannot name it."""
+    match = re.search(rule.pattern, messages, re.MULTILINE)
+    if match is None:
+        return None
+    values = {k: v for k, v in match.groupdict().items() if v}
+    missing = _fields(rule.requirement) - set(values)
+    for frame in rule.frames if missing else ():
+        found = _last(frame, whole)
+        if found is not None and missing <= set(found):
+            values = {**found, **values}
+            break
+    if _fields(rule.requirement) - set(values):
+        return None  # it is this kind of failure, but nothing says what exactly was missing
+    return rule.requirement.format(**{k: v.rstrip(".") for k, v in values.items()})
+
+
+def infer_failure(text: str, rules: Sequence[Rule]) -> str | None:
+    """The requirement a failed or errored test's text shows it lacked; a failed assertion is never one."""
+    lines = message_lines(text)
+    if any(_ASSERTION.match(line) for line in lines):
+        return None
+    messages = "\n".join(lines)
+    return next((r for rule in rules if (r := apply(rule, messages, text)) is not None), None)
+
+
+def infer_skip(reason: str, rules: Sequence[Rule]) -> str | None:
+    """The requirement a skip reason names, by the same rules."""
+    # pytest words a skip raised from code (pytest.skip, importorskip) as "Skipped: <reason>".
+    reason = reason.removeprefix("Skipped: ")
+    return next((r for rule in rules if (r := apply(rule, reason, reason)) is not None), None)

@@ -1,0 +1,121 @@
+"""Talk to a station with the system's `ssh`: argument lists locally, every remote word shell-quoted."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from promote.config import StationConfig
+from promote.core.process import run_bounded
+from promote.core.redact import redact
+
+CONNECT_TIMEOUT_S = 15
+# A station that stops answering (cable pulled, machine asleep) is noticed within about 30 s.
+KEEPALIVE = ("-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3")
+DEFAULT_PYTHON = "python3"
+
+
+class StationError(Exception):
+    """A station could not do what was asked; the message names the station and says why."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What one remote command did: ssh's exit status (255: ssh itself failed), its output and complaint."""
+
+    status: int
+    stdout: bytes
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 0
+
+    @property
+    def reason(self) -> str:
+        """The most telling line of the complaint, for a one-line finding."""
+        lines = [ln.strip() for ln in self.stderr.splitlines() if ln.strip()]
+        telling = [ln for ln in lines if ln.startswith(("ssh:", "fatal:", "error:")) or "denied" in ln]
+        return (telling or lines or [f"exit status {self.status}"])[-1][:300]
+
+
+@dataclass(frozen=True)
+class Target:
+    """How to reach one station: its name, `user@host`, and the ssh options that go with it."""
+
+    station: str
+    destination: str
+    port: int | None = None
+    identity: str | None = None
+    options: tuple[str, ...] = ()
+    python: str = DEFAULT_PYTHON
+
+    @classmethod
+    def from_config(cls, sc: StationConfig) -> Target:
+        if sc.ssh is None:
+            raise ValueError(f"station {sc.name} has no ssh destination")
+        return cls(sc.name, sc.ssh, sc.port, sc.identity, sc.ssh_options, sc.python or DEFAULT_PYTHON)
+
+    @property
+    def label(self) -> str:
+        """The station as reports name it, e.g. `training (ssh bert@training.local:2222)`."""
+        port = f":{self.port}" if self.port is not None else ""
+        return f"{self.station} (ssh {self.destination}{port})"
+
+    def ssh_command(self) -> list[str]:
+        """`ssh` and its options, without destination: also what git runs as GIT_SSH_COMMAND."""
+        # BatchMode: never wait for a password or a host-key answer nobody is there to give.
+        cmd = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}", *KEEPALIVE]
+        if self.port is not None:
+            cmd += ["-p", str(self.port)]
+        if self.identity is not None:
+            cmd += ["-i", str(Path(self.identity).expanduser()), "-o", "IdentitiesOnly=yes"]
+        return cmd + list(self.options)
+
+    def argv(self, script: str) -> list[str]:
+        """The local command that runs the POSIX shell `script` on the station."""
+        # `sh -c` so the script means the same whatever the login shell of the station's user is.
+        return [*self.ssh_command(), "--", self.destination, "sh -c " + shlex.quote(script)]
+
+    def git_url(self, path: str) -> str:
+        """An ssh:// URL of a repository at the absolute `path` on the station (port and key: GIT_SSH_COMMAND)."""
+        return f"ssh://{self.host_spec}{path}"
+
+    @property
+    def host_spec(self) -> str:
+        """`user@host` as URLs and rsync spell it: an IPv6 address in brackets."""
+        user, at, host = self.destination.rpartition("@")
+        return f"{user}{at}[{host}]" if ":" in host else self.destination
+
+    def run(self, script: str, *, stdin: bytes | None = None, timeout: float | None = None) -> Reply:
+        """Run `script` on the station and wait; never raises on failure; on timeout, kill ssh."""
+        try:
+            done = run_bounded(self.argv(script), timeout=timeout, stdin=stdin)
+        except FileNotFoundError:
+            return Reply(255, b"", "ssh: the ssh client is not installed here")
+        if done.status is None:
+            return Reply(-9, done.stdout, f"ssh: no answer from the station in {timeout:g} s")
+        return Reply(done.status, done.stdout, redact(done.stderr.decode("utf-8", "replace")))
+
+    def start(self, script: str, sink: IO[bytes]) -> subprocess.Popen[bytes]:
+        """Start `script` on the station; its output and ssh's own messages go to `sink`."""
+        # Not a session of its own: Ctrl-C ends ssh as it ends a local pytest, and the runner then cleans up there.
+        return subprocess.Popen(self.argv(script), stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT)
+
+
+def connection_failure(target: Target, reply: Reply) -> str:
+    """Why ssh could not get to the station at all, in words that say what to fix."""
+    reason = reply.reason
+    if "Permission denied" in reply.stderr:
+        return f"authentication refused by {target.destination} ({reason}); is the key in its authorized_keys?"
+    if "Host key verification failed" in reply.stderr:
+        return f"host key of {target.destination} not known or changed ({reason})"
+    return f"cannot connect to {target.destination} ({reason})"
+
+
+def q(word: str | Path) -> str:
+    """One word for the station's shell."""
+    return shlex.quote(str(word))

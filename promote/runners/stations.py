@@ -1,0 +1,282 @@
+"""The station inventory: the machines in the config, plus the one promote runs on, detected."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # Only for types: the plugin imports this module where promote's config may not import (no tomli).
+    from promote.config import Config, StationConfig
+
+LOCAL = "local"
+MARKER_KEYWORDS = ("device", "memory_gb", "platform")
+
+
+@dataclass(frozen=True)
+class Station:
+    """A machine tests may run on: what it is and which named resources it holds."""
+
+    name: str
+    platform: str | None = None
+    devices: tuple[str, ...] = ()
+    memory_gb: float | None = None
+    resources: tuple[str, ...] = ()
+    ssh: str | None = None
+    local: bool = False
+    detected: bool = False
+
+    def has(self, requirement: str) -> bool:
+        """Whether this station meets one requirement (`device:metal`, `memory:64`, `hub:org/name`, ...)."""
+        kind, _, value = requirement.partition(":")
+        if kind == "device":
+            # On Apple silicon Metal is the GPU.
+            return value in self.devices or (value == "gpu" and "metal" in self.devices)
+        if kind == "memory":
+            # A bare `memory` (ran out of it) is relative to where it ran; see checks.requirements.
+            try:
+                return self.memory_gb is not None and self.memory_gb >= float(value)
+            except ValueError:
+                return False
+        if kind == "platform":
+            return self.platform == value
+        return requirement in self.resources
+
+    def lacking(self, requirements: Sequence[str]) -> tuple[str, ...]:
+        """The requirements this station does not meet, in the order given."""
+        return tuple(r for r in requirements if not self.has(r))
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "devices": list(self.devices), "resources": list(self.resources)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Station:
+        known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        return cls(**{**known, "devices": tuple(d.get("devices", ())), "resources": tuple(d.get("resources", ()))})
+
+
+def read_station(path: Path) -> Station:
+    """The station JSON the runner writes for the plugin (`--promote-station FILE`)."""
+    return Station.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+def declared(args: Sequence[object], kwargs: Mapping[str, object]) -> tuple[str, ...]:
+    """What one `@pytest.mark.requires(...)` declares, e.g. ("checkpoint:x", "device:metal", "memory:64")."""
+    unknown = sorted(set(kwargs) - set(MARKER_KEYWORDS))
+    if unknown:
+        raise TypeError(f"requires(): unknown keyword {unknown[0]!r}; expected {', '.join(MARKER_KEYWORDS)}")
+    out = []
+    for arg in args:
+        if not isinstance(arg, str) or not arg.strip():
+            raise TypeError(f"requires(): resources are non-empty strings like 'checkpoint:name', got {arg!r}")
+        out.append(arg.strip())
+    for key in ("device", "platform"):
+        value = kwargs.get(key)
+        if value is not None:
+            if not isinstance(value, str) or not value.strip():
+                raise TypeError(f"requires(): {key} is a non-empty string, got {value!r}")
+            out.append(f"{key}:{value.strip()}")
+    memory = kwargs.get("memory_gb")
+    if memory is not None:
+        if isinstance(memory, bool) or not isinstance(memory, (int, float)) or memory <= 0:
+            raise TypeError(f"requires(): memory_gb is a number of GB > 0, got {memory!r}")
+        out.append(f"memory:{memory:g}")
+    return tuple(out)
+
+
+# -- detection of the local station ------------------------------------------------
+
+
+def local_platform() -> str:
+    """This machine as a station platform name, e.g. `linux-x86_64` or `darwin-arm64`."""
+    machine = platform.machine().lower()
+    return f"{sys.platform}-{'arm64' if machine in ('arm64', 'aarch64') else machine}"
+
+
+def detect_devices() -> tuple[tuple[str, ...], str | None]:
+    """The devices MLX reports as available here, and a note when MLX cannot say."""
+    try:
+        import mlx.core as mx
+    except Exception as e:
+        return ("cpu",), f"mlx is not importable here ({type(e).__name__}: {e}); GPU devices not detected"
+    devices = ["cpu"]
+    is_available = getattr(mx, "is_available", None)
+    if is_available is not None and is_available(mx.gpu):
+        devices.append("gpu")
+    if mx.metal.is_available():
+        devices.append("metal")
+    return tuple(devices), None
+
+
+def detect_memory_gb() -> float | None:
+    """Physical memory in GB, or None when this system does not say."""
+    if sys.platform == "darwin":
+        try:
+            done = subprocess.run(["sysctl", "-n", "hw.memsize"], capture_output=True, text=True, check=True, timeout=5)
+            return round(int(done.stdout.strip()) / 2**30, 1)
+        except (OSError, subprocess.SubprocessError, ValueError):
+            return None
+    try:
+        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (AttributeError, OSError, ValueError):
+        pass
+    try:
+        for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def hub_cache_dir(env: Mapping[str, str]) -> Path:
+    """Where huggingface_hub keeps its cache under `env` (the same precedence it uses).
+
+    Raises ValueError naming the variable when it cannot be expanded (`~name` of an unknown user).
+    """
+    for name, below in (("HF_HUB_CACHE", ()), ("HF_HOME", ("hub",))):
+        if env.get(name):
+            return _expanded(name, env[name]).joinpath(*below)
+    if env.get("XDG_CACHE_HOME"):
+        return _expanded("XDG_CACHE_HOME", env["XDG_CACHE_HOME"]) / "huggingface" / "hub"
+    home = _expanded("HOME", env["HOME"]) if env.get("HOME") else Path.home()
+    return home / ".cache" / "huggingface" / "hub"
+
+
+def _expanded(name: str, value: str) -> Path:
+    try:
+        return Path(value).expanduser()
+    except RuntimeError as e:
+        raise ValueError(f"{name}={value!r}: {str(e).rstrip('.')}") from None
+
+
+# Cache folder prefix -> how a hub URL names that kind of repo (models have no prefix).
+_HUB_KINDS = {"models": "", "datasets": "datasets/", "spaces": "spaces/", "kernels": "kernels/"}
+# Names the OS leaves in folders; huggingface_hub skips them too.
+_OS_FILES = frozenset({".DS_Store", "Thumbs.db", "desktop.ini"})
+
+
+def cached_hub_models(cache_dir: Path) -> tuple[tuple[str, ...], str | None]:
+    """`hub:org/name` for every repo with files in the Hugging Face cache (read only; nothing is downloaded).
+
+    Read from the cache's documented layout (`models--org--name/snapshots/<revision>/...`) with the
+    rules of huggingface_hub's `scan_cache_dir`, rather than through it: importing huggingface_hub
+    takes 0.15-0.3 s, paid before the first test could start on every machine that has a cache.
+    """
+    if not cache_dir.is_dir():
+        return (), None
+    try:
+        entries = sorted(cache_dir.iterdir())
+    except OSError as e:
+        return (), f"cannot read the Hugging Face cache {cache_dir}: {e}"
+    found = []
+    for repo in entries:
+        kind, sep, name = repo.name.partition("--")
+        if sep and kind in _HUB_KINDS and _has_cached_files(repo):
+            found.append(f"hub:{_HUB_KINDS[kind]}{name.replace('--', '/')}")
+    return tuple(sorted(found)), None
+
+
+def _has_cached_files(repo: Path) -> bool:
+    """Whether a cached repo has a revision with files, and nothing scan_cache_dir would call corrupted."""
+    snapshots = repo / "snapshots"
+    try:
+        if not repo.is_dir() or not snapshots.is_dir() or (repo / "refs").is_file():
+            return False
+        files = 0
+        for revision in snapshots.iterdir():
+            if revision.name in _OS_FILES:
+                continue
+            if revision.is_file():
+                return False
+            for path in revision.glob("**/*"):
+                if path.is_dir():
+                    continue
+                if not path.exists():  # a symlink to a missing blob
+                    return False
+                files += 1
+        return files > 0
+    except OSError:
+        return False
+
+
+def present_checkpoints(model_dirs: Sequence[Path]) -> tuple[str, ...]:
+    """`checkpoint:<name>` for every entry of the configured model directories that exists here."""
+    found = set()
+    for directory in model_dirs:
+        if directory.is_dir():
+            found |= {f"checkpoint:{entry.name}" for entry in directory.iterdir() if not entry.name.startswith(".")}
+    return tuple(sorted(found))
+
+
+def detect_local(model_dirs: Sequence[Path] = (), env: Mapping[str, str] | None = None) -> tuple[Station, list[str]]:
+    """The station promote runs on, as observed (not as configured), and notes on what it could not observe."""
+    devices, note = detect_devices()
+    try:
+        hub, hub_note = cached_hub_models(hub_cache_dir(os.environ if env is None else env))
+    except ValueError as e:
+        hub, hub_note = (), f"cannot find the Hugging Face cache: {e}; cached hub models not detected"
+    resources = tuple(sorted({*hub, *present_checkpoints(model_dirs)}))
+    station = Station(LOCAL, local_platform(), devices, detect_memory_gb(), resources, local=True, detected=True)
+    return station, [n for n in (note, hub_note) if n]
+
+
+# -- the inventory ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """Every station: the configured ones, with the local one merged into what was detected."""
+
+    stations: tuple[Station, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def local(self) -> Station:
+        return next(s for s in self.stations if s.local)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"local": self.local.name, "stations": [s.to_json() for s in self.stations], "notes": list(self.notes)}
+
+
+def configured(sc: StationConfig) -> Station:
+    return Station(sc.name, sc.platform, sc.devices, sc.memory_gb, sc.resources, sc.ssh)
+
+
+def merge(detected: Station, stations: Sequence[StationConfig]) -> tuple[Station, ...]:
+    """The local station is the configured one on this platform without ssh (else `local`), with what was detected."""
+    others = [configured(s) for s in stations]
+    mine = next((s for s in others if s.platform == detected.platform and s.ssh is None), None)
+    if mine is None:
+        return (detected, *others)
+    # What was observed wins; resources nobody can detect (datasets, named checkpoints) come from the config.
+    resources = tuple(sorted({*mine.resources, *detected.resources}))
+    memory = mine.memory_gb if detected.memory_gb is None else detected.memory_gb
+    local = replace(detected, name=mine.name, memory_gb=memory, resources=resources)
+    return tuple(local if s is mine else s for s in others)
+
+
+def inventory(config: Config, env: Mapping[str, str] | None = None) -> Inventory:
+    """The configured stations plus this one, detected."""
+    detected, notes = detect_local(config.requirements.model_dirs, env)
+    return Inventory(merge(detected, config.stations), tuple(notes))
+
+
+def inventory_report(inv: Inventory) -> str:
+    """The inventory as a table for people."""
+    from promote.cli.render import table
+
+    rows = []
+    for s in inv.stations:
+        memory = "-" if s.memory_gb is None else f"{s.memory_gb:g} GB"
+        where = "here (detected)" if s.local else (s.ssh or "configured")
+        rows.append([s.name, s.platform or "-", ",".join(s.devices) or "-", memory, where, ", ".join(s.resources)])
+    lines = table(["STATION", "PLATFORM", "DEVICES", "MEMORY", "WHERE", "RESOURCES"], rows)
+    return "\n".join(lines + [f"note: {n}" for n in inv.notes])
