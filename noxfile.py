@@ -57,10 +57,12 @@ def oldest(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Check formatting and lint with ruff."""
-    session.install("ruff")
+    """Check formatting and lint with ruff, and the layer contract with import-linter."""
+    session.install("ruff", "import-linter", "-e", ".")
     session.run("ruff", "format", "--check", "promote", "tests", "benchmarks", "noxfile.py")
     session.run("ruff", "check", "promote", "tests", "benchmarks", "noxfile.py")
+    # The layer contract in pyproject.toml: each layer imports only those below it, the plugin only core.
+    session.run("lint-imports")
 
 
 @nox.session

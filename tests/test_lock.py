@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from promote.core import state
 from promote.core.lock import LockBusy, hold
 from promote.release import journal
 
@@ -55,11 +56,11 @@ def test_a_second_holder_in_the_same_process_waits_then_gives_up(tmp_path: Path)
 def test_promote_state_is_private(tmp_path: Path) -> None:
     with hold(tmp_path, "promote merge", wait_s=0):
         journal.append(tmp_path, {"op": "probe"})
-    state = tmp_path / ".promote"
-    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    promote_dir = tmp_path / ".promote"
+    assert stat.S_IMODE(promote_dir.stat().st_mode) == 0o700
     for name in ("lock", "journal.jsonl", ".gitignore"):
-        assert stat.S_IMODE((state / name).stat().st_mode) == 0o600, name
-    assert journal.private_dir(state / "runs" / "x").stat().st_mode & 0o077 == 0
+        assert stat.S_IMODE((promote_dir / name).stat().st_mode) == 0o600, name
+    assert state.private_dir(promote_dir / "runs" / "x").stat().st_mode & 0o077 == 0
 
 
 def test_a_line_cut_short_by_a_crash_is_skipped_and_does_not_swallow_the_next(tmp_path: Path) -> None:

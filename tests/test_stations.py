@@ -9,16 +9,14 @@ import pytest
 
 from promote import config
 from promote.config import StationConfig
+from promote.runners.plugin.station import Station, declared, read_station
 from promote.runners.stations import (
-    Station,
     cached_hub_models,
-    declared,
     detect_local,
     hub_cache_dir,
     inventory,
     local_platform,
     merge,
-    read_station,
 )
 from tests.helpers.cli import run
 

@@ -194,7 +194,7 @@ def test_command(obj: Context, package: str | None, as_json: bool) -> None:
     from datetime import datetime, timezone
 
     from promote.config import load_config
-    from promote.release.journal import new_run_id
+    from promote.core.state import new_run_id
     from promote.runners.run import run_tests
 
     progress = LiveProgress(live=sys.stderr.isatty())
@@ -323,7 +323,8 @@ def load_config_of(obj: Context) -> Config:
 @click.pass_obj
 def stations_command(obj: Context, as_json: bool) -> None:
     """Show the stations tests may run on: this one as detected, and the configured ones."""
-    from promote.runners.stations import inventory, inventory_report
+    from promote.cli.render import inventory_report
+    from promote.runners.stations import inventory
 
     fleet = inventory(load_config_of(obj))
     emit(fleet.to_json(), inventory_report(fleet), as_json=as_json)
@@ -339,12 +340,13 @@ def stations_command(obj: Context, as_json: bool) -> None:
 )
 def demo_command(keep: Path | None) -> None:
     """Build an example workspace with planted problems and audit it end to end (exit 0: its findings are expected)."""
+    from promote.cli.demo_report import demo_report
     from promote.demo.run import demo
 
     progress = LiveProgress(live=sys.stderr.isatty())
-    text = demo(keep, say=lambda line: click.echo(line, err=True), on_progress=progress.update)
+    run = demo(keep, say=lambda line: click.echo(line, err=True), on_progress=progress.update)
     progress.close()
-    click.echo(text)
+    click.echo(demo_report(run))
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -6,14 +6,14 @@ from typing import Any
 
 from promote.cli.render import findings_lines, table
 from promote.config import Config
+from promote.core import state
 from promote.evidence.deltas import compare
 from promote.evidence.history import History
-from promote.release import journal
 
 
 def show_history(config: Config, run_id: str | None, *, limit: int) -> tuple[dict[str, Any], str]:
     """(JSON data, text) for the history listing or for one run."""
-    history = History(journal.state_dir(config.root))
+    history = History(state.state_dir(config.root))
     try:
         if run_id is None:
             return _listing(history, limit)

@@ -8,6 +8,7 @@ from promote.core.findings import Finding
 from promote.release.check import CheckResult
 from promote.release.drift import Drift, DriftUndecided
 from promote.release.merge import ADVANCED, MERGED, PARTIAL, WOULD_MERGE, MergeResult
+from promote.runners.stations import Inventory
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -96,3 +97,14 @@ def merge_record(r: MergeResult) -> str:
         return "\n".join([head, *lines, tail])
     head = f"{r.verdict}: nothing pushed"
     return "\n".join([check_report(r.check), "", head, *lines])
+
+
+def inventory_report(inv: Inventory) -> str:
+    """The inventory as a table for people."""
+    rows = []
+    for s in inv.stations:
+        memory = "-" if s.memory_gb is None else f"{s.memory_gb:g} GB"
+        where = "here (detected)" if s.local else (s.ssh or "configured")
+        rows.append([s.name, s.platform or "-", ",".join(s.devices) or "-", memory, where, ", ".join(s.resources)])
+    lines = table(["STATION", "PLATFORM", "DEVICES", "MEMORY", "WHERE", "RESOURCES"], rows)
+    return "\n".join(lines + [f"note: {n}" for n in inv.notes])

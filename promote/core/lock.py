@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from promote.core.errors import PromoteError
-from promote.release.journal import private_file, state_dir
+from promote.core.state import private_file, state_dir
 
 LOCK = "lock"
 # How long a second run waits for the first by default; PROMOTE_LOCK_WAIT_S overrides it.

@@ -5,13 +5,12 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from promote.cli.audit_report import audit_report
 from promote.config.workspace import open_workspace
 from promote.core.findings import Finding
-from promote.demo.build import BEHIND, DEPLOYED_AT, DOCS, HISTORY, MIRRORS, REPO, Example, build
+from promote.demo.build import BEHIND, DEPLOYED_AT, HISTORY, Example, build
 from promote.evidence.audit import AuditResult, audit
 from promote.runners.package import ProgressCallback
 
@@ -63,6 +62,7 @@ class DemoRun:
     example: Example
     result: AuditResult
     seconds: float
+    kept: bool = True  # False: the workspace was temporary and is gone
 
 
 def run_demo(root: Path, *, say: Say, on_progress: ProgressCallback | None = None) -> DemoRun:
@@ -79,34 +79,10 @@ def matches(p: Planted, f: Finding) -> bool:
     return f.check == p.check and p.needle in f"{f.subject} {f.message} {f.cause or ''}"
 
 
-def demo_report(run: DemoRun, *, kept: bool) -> str:
-    """The workspace's layout, the audit's own report, then each planted problem: found or missed."""
-    ex = run.example
-    lines = [
-        f"example workspace: {ex.root}",
-        f"  {REPO}/           the repository: packages/sanctum-mlx, packages/sanctum-proxy, promote.toml",
-        f"  {DOCS}/      its docs repository",
-        f"  mirrors/           {', '.join(MIRRORS)} (bare)",
-        "",
-        audit_report(run.result),
-        "",
-        "planted in the example:",
-    ]
-    for p in PLANTED:
-        mark = "found " if any(matches(p, f) for f in run.result.findings) else "MISSED"
-        lines.append(f"  {mark} {p.check}: {p.what}")
-    lines += [f"  also   {line}" for line in ALSO]
-    lines += ["", f"demo finished in {run.seconds:.0f}s"]
-    if not kept:
-        lines.append("the workspace was temporary and is removed; `promote demo --keep DIR` keeps it and its pages")
-    return "\n".join(lines)
-
-
-def demo(keep: Path | None, *, say: Say, on_progress: ProgressCallback | None = None) -> str:
-    """Run the demo in `keep` (kept), or in a temporary directory (removed); return the report."""
+def demo(keep: Path | None, *, say: Say, on_progress: ProgressCallback | None = None) -> DemoRun:
+    """Run the demo in `keep` (kept), or in a temporary directory (removed before this returns)."""
     if keep is not None:
-        return demo_report(run_demo(keep.resolve(), say=say, on_progress=on_progress), kept=True)
+        return run_demo(keep.resolve(), say=say, on_progress=on_progress)
     with tempfile.TemporaryDirectory(prefix="promote-demo-") as tmp:
         # Resolved: on macOS the temporary directory is reached through a symlink (/var -> /private/var).
-        run = run_demo(Path(tmp).resolve(), say=say, on_progress=on_progress)
-        return demo_report(run, kept=False)
+        return replace(run_demo(Path(tmp).resolve(), say=say, on_progress=on_progress), kept=False)

@@ -11,6 +11,7 @@ from promote.checks.ci import outcome as ci_outcome
 from promote.checks.ci import survey_ci
 from promote.checks.docs import audit_docs
 from promote.config.workspace import Workspace
+from promote.core import state
 from promote.core.errors import ConfigError
 from promote.core.findings import Finding
 from promote.core.outcome import CheckOutcome
@@ -107,7 +108,7 @@ def audit(
     run = run_tests(cfg, on_progress=on_progress, run_id=run_id) if cfg.packages else None
     outcomes = run_checks(ws, result, run)
 
-    history = History(journal.state_dir(cfg.root))
+    history = History(state.state_dir(cfg.root))
     stored = StoredRun(
         run_id=run_id,
         kind="audit",
@@ -151,7 +152,7 @@ def audit(
         p.name: intoto.statement(p, repo_url=url, commit=result.candidate, run_id=run_id)
         for p in (run.packages if run else ())
     }
-    pages = evidence.write(doc, journal.state_dir(cfg.root) / "runs" / run_id, statements)
+    pages = evidence.write(doc, state.runs_dir(cfg.root) / run_id, statements)
     published = None
     if publish and cfg.docs is not None:
         published = publish_page(

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from promote.config import Config
+from promote.core import state
 from promote.core.findings import Finding
 from promote.core.git import run_git
 from promote.evidence.history import History, StoredRun, TestOutcome
-from promote.release import journal
 from promote.runners.run import RunResult
 
 
@@ -35,7 +35,7 @@ def head_commit(config: Config) -> str | None:
 
 def record_test_run(config: Config, run: RunResult, command: str, commit: str | None) -> None:
     """Store `run`, made on `commit` (as `head_commit` read it when the tests started)."""
-    history = History(journal.state_dir(config.root))
+    history = History(state.state_dir(config.root))
     try:
         history.record(
             StoredRun(
@@ -57,7 +57,7 @@ def record_test_run(config: Config, run: RunResult, command: str, commit: str | 
 def record_interrupted_run(config: Config, run_id: str, started: str, command: str, commit: str | None) -> None:
     """Keep a `promote test` stopped by a signal in the history, marked, instead of leaving no trace of it."""
     note = Finding("package-error", "error", "promote test", "interrupted before its tests finished: nothing counted")
-    history = History(journal.state_dir(config.root))
+    history = History(state.state_dir(config.root))
     try:
         history.record(
             StoredRun(

@@ -1,4 +1,4 @@
-"""An append-only record of every operation promote performed on a mirror, and promote's state dir."""
+"""An append-only record of every operation promote performed on a mirror."""
 
 from __future__ import annotations
 
@@ -7,48 +7,10 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from promote.core.errors import PromoteError
 from promote.core.redact import redact
+from promote.core.state import STATE_DIR, StateError, private_file, state_dir
 
-STATE_DIR = ".promote"
 JOURNAL = "journal.jsonl"
-
-
-class StateError(PromoteError):
-    """promote's own state (`.promote/`) cannot be created, read or written."""
-
-
-def new_run_id() -> str:
-    """A run's id: sortable by time, unique across runs started in the same second."""
-    # os.urandom, not `secrets`: the same bytes, without loading hashlib before the tests can start.
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(2).hex()
-
-
-def private_dir(path: Path) -> Path:
-    """`path` as a directory, created 0700 if missing (parents too): runs and journals may hold secrets."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path
-
-
-def private_file(path: Path, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
-    """An open descriptor on `path`, created 0600 if missing; the caller closes it."""
-    return os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, 0o600)
-
-
-def state_dir(root: Path) -> Path:
-    """`.promote/` under `root`, created 0700 on first use and ignored by git on its own."""
-    path = root / STATE_DIR
-    try:
-        private_dir(path)
-        ignore = path / ".gitignore"
-        if not ignore.exists():
-            # Our state must never show up as an untracked change in the user's repository.
-            fd = private_file(ignore, os.O_WRONLY | os.O_TRUNC)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write("*\n")
-    except OSError as e:
-        raise StateError(f"cannot use {path} for promote's state: {e.strerror or e}") from None
-    return path
 
 
 def append(root: Path, entry: dict[str, object]) -> dict[str, object]:

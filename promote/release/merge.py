@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from promote.config.workspace import Workspace
+from promote.core import state
 from promote.core.git import Outcome, Repo
 from promote.release import journal
 from promote.release import mirrors as mirrors_mod
@@ -136,14 +137,14 @@ def _push_one(ws: Workspace, m: MirrorStatus, sha: str, run: str) -> tuple[Mirro
     done = _read_back(m, sha, pushed, now, unread)
     try:
         journal.append(root, {"op": "push", **entry, "status": done.status, "after": done.after, "reason": done.reason})
-    except journal.StateError as e:
+    except state.StateError as e:
         return done, str(e)
     return done, None
 
 
 def _push_all(ws: Workspace, result: CheckResult) -> tuple[list[MirrorMerge], str | None]:
     """Push to each mirror in turn; stop at the first that did not take it (or a journal failure)."""
-    sha, run = result.candidate, journal.new_run_id()
+    sha, run = result.candidate, state.new_run_id()
     done: list[MirrorMerge] = []
     stop: str | None = None
     failed: str | None = None
@@ -156,7 +157,7 @@ def _push_all(ws: Workspace, result: CheckResult) -> tuple[list[MirrorMerge], st
             continue
         try:
             merged, failed = _push_one(ws, m, sha, run)
-        except journal.StateError as e:
+        except state.StateError as e:
             if not any(d.status != mirrors_mod.UP_TO_DATE for d in done):
                 raise  # nothing pushed yet: stop with the one-line error
             failed = str(e)
@@ -293,6 +294,6 @@ def merge(ws: Workspace, candidate: str | None = None, *, dry_run: bool = False)
     local = _fast_forward_local(ws.repo, cfg.trunk, sha) if verdict == MERGED else None
     try:
         journal.append(root, {"op": "merge", "trunk": cfg.trunk, "candidate": sha, "verdict": verdict})
-    except journal.StateError as e:
+    except state.StateError as e:
         notes.append(str(e))
     return finish(verdict, verified, local)

@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from promote.config import Config, PackageConfig, StationConfig
+from promote.core import state
 from promote.core.errors import ConfigError, UsageError
-from promote.release import journal
-from promote.release.journal import new_run_id
+from promote.core.state import new_run_id
 from promote.runners import package as runner
 from promote.runners.package import ProgressCallback
 
 if TYPE_CHECKING:
     from promote.core.findings import Finding
-    from promote.runners.stations import Inventory, Station
+    from promote.runners.plugin.station import Station
+    from promote.runners.stations import Inventory
     from promote.runners.summary import PackageResult
 
 # Imported only once the tests have started: pytest's start-up leaves a core idle, and loading these
@@ -182,7 +183,7 @@ def run_tests(
     """
     chosen = select(config, package)
     run_id = run_id or new_run_id()
-    run_dir = journal.state_dir(config.root) / "runs" / run_id
+    run_dir = state.runs_dir(config.root) / run_id
     run_dir.mkdir(parents=True)
     started = datetime.now(timezone.utc).isoformat(timespec="microseconds")
     t0 = time.monotonic()

@@ -2,93 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from promote.runners.plugin.station import Station
+
 if TYPE_CHECKING:
-    # Only for types: the plugin imports this module where promote's config may not import (no tomli).
+    # Only for types: a remote station imports this module (detect_local) where promote's config may not import.
     from promote.config import Config, StationConfig
 
 LOCAL = "local"
-MARKER_KEYWORDS = ("device", "memory_gb", "platform")
-
-
-@dataclass(frozen=True)
-class Station:
-    """A machine tests may run on: what it is and which named resources it holds."""
-
-    name: str
-    platform: str | None = None
-    devices: tuple[str, ...] = ()
-    memory_gb: float | None = None
-    resources: tuple[str, ...] = ()
-    ssh: str | None = None
-    local: bool = False
-    detected: bool = False
-
-    def has(self, requirement: str) -> bool:
-        """Whether this station meets one requirement (`device:metal`, `memory:64`, `hub:org/name`, ...)."""
-        kind, _, value = requirement.partition(":")
-        if kind == "device":
-            # On Apple silicon Metal is the GPU.
-            return value in self.devices or (value == "gpu" and "metal" in self.devices)
-        if kind == "memory":
-            # A bare `memory` (ran out of it) is relative to where it ran; see checks.requirements.
-            try:
-                return self.memory_gb is not None and self.memory_gb >= float(value)
-            except ValueError:
-                return False
-        if kind == "platform":
-            return self.platform == value
-        return requirement in self.resources
-
-    def lacking(self, requirements: Sequence[str]) -> tuple[str, ...]:
-        """The requirements this station does not meet, in the order given."""
-        return tuple(r for r in requirements if not self.has(r))
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "devices": list(self.devices), "resources": list(self.resources)}
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Station:
-        known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
-        return cls(**{**known, "devices": tuple(d.get("devices", ())), "resources": tuple(d.get("resources", ()))})
-
-
-def read_station(path: Path) -> Station:
-    """The station JSON the runner writes for the plugin (`--promote-station FILE`)."""
-    return Station.from_json(json.loads(path.read_text(encoding="utf-8")))
-
-
-def declared(args: Sequence[object], kwargs: Mapping[str, object]) -> tuple[str, ...]:
-    """What one `@pytest.mark.requires(...)` declares, e.g. ("checkpoint:x", "device:metal", "memory:64")."""
-    unknown = sorted(set(kwargs) - set(MARKER_KEYWORDS))
-    if unknown:
-        raise TypeError(f"requires(): unknown keyword {unknown[0]!r}; expected {', '.join(MARKER_KEYWORDS)}")
-    out = []
-    for arg in args:
-        if not isinstance(arg, str) or not arg.strip():
-            raise TypeError(f"requires(): resources are non-empty strings like 'checkpoint:name', got {arg!r}")
-        out.append(arg.strip())
-    for key in ("device", "platform"):
-        value = kwargs.get(key)
-        if value is not None:
-            if not isinstance(value, str) or not value.strip():
-                raise TypeError(f"requires(): {key} is a non-empty string, got {value!r}")
-            out.append(f"{key}:{value.strip()}")
-    memory = kwargs.get("memory_gb")
-    if memory is not None:
-        if isinstance(memory, bool) or not isinstance(memory, (int, float)) or memory <= 0:
-            raise TypeError(f"requires(): memory_gb is a number of GB > 0, got {memory!r}")
-        out.append(f"memory:{memory:g}")
-    return tuple(out)
 
 
 # -- detection of the local station ------------------------------------------------
@@ -267,16 +196,3 @@ def inventory(config: Config, env: Mapping[str, str] | None = None) -> Inventory
     """The configured stations plus this one, detected."""
     detected, notes = detect_local(config.requirements.model_dirs, env)
     return Inventory(merge(detected, config.stations), tuple(notes))
-
-
-def inventory_report(inv: Inventory) -> str:
-    """The inventory as a table for people."""
-    from promote.cli.render import table
-
-    rows = []
-    for s in inv.stations:
-        memory = "-" if s.memory_gb is None else f"{s.memory_gb:g} GB"
-        where = "here (detected)" if s.local else (s.ssh or "configured")
-        rows.append([s.name, s.platform or "-", ",".join(s.devices) or "-", memory, where, ", ".join(s.resources)])
-    lines = table(["STATION", "PLATFORM", "DEVICES", "MEMORY", "WHERE", "RESOURCES"], rows)
-    return "\n".join(lines + [f"note: {n}" for n in inv.notes])

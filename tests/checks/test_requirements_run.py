@@ -10,8 +10,8 @@ import pytest
 
 from promote.config import RequirementsConfig
 from promote.runners.plugin.requirement_rules import infer_failure
+from promote.runners.plugin.station import Station
 from promote.runners.requirements import rules_of
-from promote.runners.stations import Station
 from tests.helpers.cli import run, run_json
 from tests.helpers.packages import write_package
 from tests.runners.support import record

@@ -11,7 +11,7 @@ import pytest
 from promote.runners import summary
 from promote.runners.plugin.progress import read_progress, unfinished
 from promote.runners.plugin.records import progress_path, results_path
-from promote.runners.stations import Station
+from promote.runners.plugin.station import Station
 from tests.runners.support import out_dir, record
 
 pytest_plugins = ["pytester"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from promote.checks.ci import keywords as ci_keywords
 from promote.checks.ci.model import RUNS, Decision, NodeId, Word, normalize, under, words
-from promote.checks.ci.pytest_ini import Ini, find_ini, read_ini
+from promote.core.pytest_ini import Ini, find_ini, read_ini
 
 SHORT_VALUE = set("kmpcnWor")
 LONG_VALUE = {

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from promote.config import Config, PackageConfig
+from promote.core import state
 from promote.core.findings import Finding
-from promote.release import journal
 from promote.runners.causes import bisect
 from promote.runners.causes.rerun import RerunError, Rerunner, RerunTimeout
 from promote.runners.plugin import progress
@@ -176,7 +176,7 @@ def bisect_by_hand(
     config: Config, pkg: PackageConfig, victim: str, *, last_run: Path | None
 ) -> tuple[bisect.Verdict, Finding | None, int]:
     """`promote bisect`: from the last run's order when it has the test, else from collection order."""
-    base = journal.state_dir(config.root) / "bisect" / journal.new_run_id()
+    base = state.state_dir(config.root) / "bisect" / state.new_run_id()
     station = last_run.parent / "station.json" if last_run is not None else None
     rerunner = Rerunner(pkg, pkg.python or sys.executable, base, station if station and station.is_file() else None)
     prefix = prefix_of(victim, orders(last_run)) if last_run is not None else None

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from promote.checks.ci.pytest_ini import find_ini
 from promote.config import PackageConfig
 from promote.core.errors import PromoteError
+from promote.core.pytest_ini import find_ini
 from promote.runners.package import PLUGIN, POLL_S, Watch, environment
 from promote.runners.plugin.progress import unfinished
 from promote.runners.plugin.records import TestRecord, read_all_results

@@ -17,7 +17,7 @@ import pytest
 
 from promote.core.findings import Finding
 from promote.runners.plugin import outcomes
-from promote.runners.plugin.hooks import REQUIREMENTS, SERIAL_LEFT, failing_fixture
+from promote.runners.plugin.items import REQUIREMENTS, SERIAL_LEFT, failing_fixture
 from promote.runners.plugin.leaks import LeakWatch
 from promote.runners.plugin.mlx_probes import RANDOM_PROBE, MlxProbes
 from promote.runners.plugin.probes import Probe, entry_point_probes

@@ -22,6 +22,7 @@ from promote.config import PackageConfig, StationConfig
 from promote.runners import package as runner
 from promote.runners import stations
 from promote.runners.package import ProcessOutcome, ProgressCallback
+from promote.runners.plugin.station import Station, read_station
 from promote.runners.remote import sync as station_sync
 from promote.runners.remote.faults import station_error, with_faults
 from promote.runners.remote.ssh import StationError, Target, q
@@ -39,10 +40,10 @@ def default_workdir(top: Path) -> str:
     return f"~/.promote/work/{top.name}"
 
 
-def ran_on(result: PackageResult) -> stations.Station | None:
+def ran_on(result: PackageResult) -> Station | None:
     """The station a remote package ran on, as detected there when it ran (None for a local package)."""
     path = result.out_dir / "station.json"
-    return stations.read_station(path) if path.is_file() else None
+    return read_station(path) if path.is_file() else None
 
 
 class _Watcher:

@@ -14,8 +14,8 @@ from pathlib import Path
 import promote
 from promote.core.git import run_git
 from promote.core.redact import redact
+from promote.runners.plugin.station import Station
 from promote.runners.remote.ssh import StationError, Target, connection_failure, q
-from promote.runners.stations import Station
 
 LIB = ".promote-lib"
 OUT = ".promote-out"

@@ -21,7 +21,7 @@ CANDIDATES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.c
 
 @dataclass(frozen=True)
 class Ini:
-    """The pytest settings the audit needs, and the directory (pytest's rootdir) they came from."""
+    """The pytest settings the audit and reruns need, and the directory (pytest's rootdir) they came from."""
 
     directory: str
     addopts: tuple[str, ...] = ()
