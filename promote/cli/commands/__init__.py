@@ -1,0 +1,1 @@
+"""The subcommands, one module per command family; importing them registers them on the group."""

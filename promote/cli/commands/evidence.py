@@ -1,0 +1,69 @@
+"""`promote audit`, `history` and `demo`: the evidence commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from promote.cli.app import Context, LiveProgress, cli, command_line, emit, hold_lock, json_option, load_config_of
+from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
+
+# `promote audit`: every gate passes 0, a gate fails 1, a gate undecided 3.
+AUDIT_EXIT = {"pass": EXIT_OK, "fail": EXIT_BLOCKED, "undecided": EXIT_UNDECIDED}
+
+
+@cli.command()
+@click.option("--publish", is_flag=True, help="Commit the Markdown page into the docs repository.")
+@click.option("--push", is_flag=True, help="With --publish: push that commit (never forced).")
+@json_option
+@click.pass_obj
+def audit(obj: Context, publish: bool, push: bool, as_json: bool) -> None:
+    """Check, test, run every check, decide the four gates, and write the evidence pages."""
+    from promote.cli.audit_report import audit_report
+    from promote.evidence.audit import audit as run_audit
+
+    if push and not publish:
+        raise UsageError("--push only makes sense with --publish")
+    progress = LiveProgress(live=sys.stderr.isatty())
+    ws = obj.workspace()
+    with hold_lock(ws.config.root):
+        result = run_audit(ws, command=command_line(), publish=publish, push=push, on_progress=progress.update)
+    progress.close()
+    emit(result.to_json(), audit_report(result), as_json=as_json)
+    sys.exit(AUDIT_EXIT[result.verdict])
+
+
+@cli.command()
+@click.argument("run_id", required=False)
+@click.option(
+    "--limit", default=10, show_default=True, type=click.IntRange(1, 100000), help="How many recent runs to list."
+)
+@json_option
+@click.pass_obj
+def history(obj: Context, run_id: str | None, limit: int, as_json: bool) -> None:
+    """List recent runs with what changed, or show one run."""
+    from promote.cli.history_report import show_history
+
+    data, text = show_history(load_config_of(obj), run_id, limit=limit)
+    emit(data, text, as_json=as_json)
+
+
+@cli.command("demo")
+@click.option(
+    "--keep",
+    metavar="DIR",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Build the example workspace in DIR (new or empty) and keep it; default: a temporary directory.",
+)
+def demo_command(keep: Path | None) -> None:
+    """Build an example workspace with planted problems and audit it end to end (exit 0: its findings are expected)."""
+    from promote.cli.demo_report import demo_report
+    from promote.demo.run import demo
+
+    progress = LiveProgress(live=sys.stderr.isatty())
+    run = demo(keep, say=lambda line: click.echo(line, err=True), on_progress=progress.update)
+    progress.close()
+    click.echo(demo_report(run))

@@ -1,0 +1,63 @@
+"""`promote init`, `check` and `merge`: the release commands."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from promote.cli.app import Context, candidate_option, cli, emit, hold_lock, json_option
+from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_PARTIAL, EXIT_UNDECIDED
+
+# Verdicts to exit codes, the contract in one table.
+EXIT_CODES = {
+    "promotable": EXIT_OK,
+    "merged": EXIT_OK,
+    "would-merge": EXIT_OK,
+    "blocked": EXIT_BLOCKED,
+    "undecided": EXIT_UNDECIDED,
+    "partial": EXIT_PARTIAL,
+}
+
+
+@cli.command()
+@click.option("--overwrite", is_flag=True, help="Replace an existing promote.toml.")
+@click.pass_obj
+def init(obj: Context, overwrite: bool) -> None:
+    """Write a starter promote.toml from this repository's remotes and branches."""
+    from promote.config.starter import init as write_starter
+
+    click.echo(f"wrote {write_starter(obj.directory, overwrite=overwrite)}")
+
+
+@cli.command()
+@candidate_option
+@json_option
+@click.pass_obj
+def check(obj: Context, candidate: str | None, as_json: bool) -> None:
+    """Read-only verdict: can trunk be fast-forwarded to the candidate on every mirror?"""
+    from promote.cli.render import check_report
+    from promote.release.check import check as run_check
+
+    result = run_check(obj.workspace(), candidate)
+    emit(result.to_json(), check_report(result), as_json=as_json)
+    sys.exit(EXIT_CODES[result.verdict])
+
+
+@cli.command()
+@candidate_option
+@click.option("--dry-run", is_flag=True, help="Verify and say what would be pushed; push nothing.")
+@json_option
+@click.pass_obj
+def merge(obj: Context, candidate: str | None, dry_run: bool, as_json: bool) -> None:
+    """Verify afresh, then fast-forward trunk on every mirror (never forced)."""
+    from promote.cli.render import merge_record
+    from promote.release.merge import merge as run_merge
+
+    ws = obj.workspace()
+    with hold_lock(ws.config.root):
+        result = run_merge(ws, candidate, dry_run=dry_run)
+    for note in result.notes:
+        click.echo(f"promote: {note}", err=True)
+    emit(result.to_json(), merge_record(result), as_json=as_json)
+    sys.exit(EXIT_CODES[result.verdict])

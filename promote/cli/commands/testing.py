@@ -1,0 +1,110 @@
+"""`promote test`, `bisect` and `stations`: running the test packages and finding causes."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from promote.cli.app import Context, LiveProgress, cli, command_line, emit, hold_lock, json_option, load_config_of
+from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
+
+# `promote bisect`: a problem found exits 1, nothing to find 0, no answer 3.
+BISECT_EXIT = {
+    "order-dependent": EXIT_BLOCKED,
+    "genuine": EXIT_BLOCKED,
+    "flaky": EXIT_BLOCKED,
+    "not-reproduced": EXIT_OK,
+    "undecided": EXIT_UNDECIDED,
+}
+
+
+@cli.command("test")
+@click.option("--package", "package", metavar="NAME", default=None, help="Run only this package.")
+@json_option
+@click.pass_obj
+def test_command(obj: Context, package: str | None, as_json: bool) -> None:
+    """Run the test packages with isolation; record what ran and what leaked."""
+    from datetime import datetime, timezone
+
+    from promote.config import load_config
+    from promote.core.state import new_run_id
+    from promote.runners.run import run_tests
+
+    progress = LiveProgress(live=sys.stderr.isatty())
+    config = load_config(obj.directory, obj.config)
+    commit: list[str | None] = []
+
+    def meanwhile() -> None:
+        # While the tests start up (one core is idle then): what is needed only afterwards. The commit
+        # is read as the tests start, which is also the commit they ran on.
+        import promote.cli.test_report  # noqa: F401
+        from promote.evidence.store import head_commit
+
+        commit.append(head_commit(config))
+
+    run_id, started = new_run_id(), datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    with hold_lock(config.root):
+        try:
+            result = run_tests(config, package=package, on_progress=progress.update, meanwhile=meanwhile, run_id=run_id)
+        except KeyboardInterrupt:
+            progress.close()
+            from promote.evidence.store import record_interrupted_run
+
+            record_interrupted_run(config, run_id, started, command_line(), commit[0] if commit else None)
+            raise
+    progress.close()
+    from promote.cli.test_report import run_report
+    from promote.evidence.store import record_test_run
+
+    # run_tests calls `meanwhile` once on every run it returns from.
+    [head] = commit
+    record_test_run(config, result, command_line(), head)
+    emit(result.to_json(), run_report(result), as_json=as_json)
+    sys.exit(EXIT_OK if result.green else EXIT_BLOCKED)
+
+
+@cli.command("bisect")
+@click.argument("test_id")
+@click.option("--package", "package", metavar="NAME", default=None, help="The package the test belongs to.")
+@json_option
+@click.pass_obj
+def bisect_command(obj: Context, test_id: str, package: str | None, as_json: bool) -> None:
+    """Find which earlier test makes TEST_ID fail: rerun it alone, then bisect what ran before it."""
+    from promote.runners.causes.investigate import bisect_by_hand
+    from promote.runners.run import last_run_dir, select
+
+    config = load_config_of(obj)
+    chosen = select(config, package)
+    if len(chosen) > 1:
+        names = ", ".join(p.name for p in chosen)
+        raise UsageError(f"{test_id}: which package? pass --package NAME (packages: {names})")
+    pkg = chosen[0]
+    verdict, finding, invocations = bisect_by_hand(config, pkg, test_id, last_run=last_run_dir(config, pkg.name))
+    data = {
+        "test": verdict.test,
+        "package": pkg.name,
+        "verdict": verdict.kind,
+        "polluters": list(verdict.polluters),
+        "reruns": verdict.reruns,
+        "invocations": invocations,
+        "detail": verdict.detail,
+        "finding": finding.to_json() if finding else None,
+    }
+    cause = f": caused by {', '.join(verdict.polluters)}" if verdict.polluters else ""
+    detail = f" ({verdict.detail})" if verdict.detail else ""
+    text = f"{test_id}: {verdict.kind}{cause}{detail}; {verdict.reruns} reruns, {invocations} pytest runs"
+    emit(data, text, as_json=as_json)
+    sys.exit(BISECT_EXIT[verdict.kind])
+
+
+@cli.command("stations")
+@json_option
+@click.pass_obj
+def stations_command(obj: Context, as_json: bool) -> None:
+    """Show the stations tests may run on: this one as detected, and the configured ones."""
+    from promote.cli.render import inventory_report
+    from promote.runners.stations import inventory
+
+    fleet = inventory(load_config_of(obj))
+    emit(fleet.to_json(), inventory_report(fleet), as_json=as_json)
