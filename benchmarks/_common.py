@@ -6,7 +6,6 @@ import contextlib
 import datetime as dt
 import hashlib
 import json
-import math
 import os
 import platform
 import shutil
@@ -18,6 +17,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from promote.core.stats import MedianInterval, median_interval
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
@@ -163,43 +164,6 @@ class Timings:
         """Per-round CPU-time ratio A/B: the work each arm did, which other load on the machine barely moves."""
         a, b = self.arms
         return [x / y for x, y in zip(self.cpu_seconds[a], self.cpu_seconds[b], strict=True)]
-
-
-@dataclass(frozen=True)
-class MedianInterval:
-    """A distribution-free interval for a median: two order statistics and how often such an interval covers it."""
-
-    low: float
-    high: float
-    coverage: float
-
-    def verdict(self, target: float) -> str:
-        """`met` when the whole interval is at or under `target`, `missed` when it is all above, else `undecided`."""
-        if self.high <= target:
-            return "met"
-        return "missed" if self.low > target else "undecided"
-
-
-def median_interval(values: Sequence[float], confidence: float = 0.9) -> MedianInterval:
-    """The narrowest interval [x(k), x(n+1-k)] of the sorted values that covers the median with at least `confidence`.
-
-    Each value lies below the true median with probability 1/2 (whatever the distribution), so the
-    number below it is binomial: the interval misses the median with probability 2 * P(B(n, 1/2) < k).
-    Five rounds allow only [min, max] (93.75%); more rounds narrow it.
-    """
-    xs = sorted(values)
-    n = len(xs)
-    if n == 0:
-        raise ValueError("no values")
-    best = MedianInterval(xs[0], xs[-1], 1 - 2 * 0.5**n)
-    below = 0
-    for k in range(1, n // 2 + 1):
-        below += math.comb(n, k - 1)
-        coverage = 1 - 2 * below / 2**n
-        if coverage < confidence:
-            break
-        best = MedianInterval(xs[k - 1], xs[n - k], coverage)
-    return best
 
 
 @dataclass(frozen=True)
