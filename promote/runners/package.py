@@ -17,14 +17,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import promote
 from promote.config import PackageConfig
 from promote.core.redact import PACKAGE_ENV_NAMES
-
-if TYPE_CHECKING:
-    from promote.runners.plugin import progress
+from promote.runners.plugin import progress
 
 # Loaded by module path, so the plugin works in a package's own virtualenv without promote installed.
 PLUGIN = "promote.runners.plugin.hooks"
@@ -127,11 +124,8 @@ class Watch:
         return not counts or any(c is None or c > 0 for c in counts)
 
     def poll(self) -> None:
-        # Imported here, not with this module: pytest is started before a log needs reading.
-        from promote.runners.plugin.progress import LogTail
-
         for path in self.out_dir.glob("progress-*.jsonl"):
-            tail = self.tails.setdefault(path, LogTail())
+            tail = self.tails.setdefault(path, progress.LogTail())
             try:
                 tail.read(path)
             except OSError:
@@ -152,8 +146,8 @@ class Watch:
 class PackageRun:
     """One package's pytest processes: the first is started on construction, `finish` follows them to the end.
 
-    Starting is split from following so that a caller can start every package before doing anything
-    else (station detection, imports), which then happens while pytest starts up.
+    Starting is split from following so that a caller can start a package and detect this station
+    while its pytest starts up (the plugin waits for the station file only when a test needs it).
     """
 
     def __init__(

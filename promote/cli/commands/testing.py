@@ -27,39 +27,26 @@ def test_command(obj: Context, package: str | None, as_json: bool) -> None:
     """Run the test packages with isolation; record what ran and what leaked."""
     from datetime import datetime, timezone
 
+    from promote.cli.test_report import run_report
     from promote.config import load_config
     from promote.core.state import new_run_id
+    from promote.evidence.store import head_commit, record_interrupted_run, record_test_run
     from promote.runners.run import run_tests
 
     progress = LiveProgress(live=sys.stderr.isatty())
     config = load_config(obj.directory, obj.config)
-    commit: list[str | None] = []
-
-    def meanwhile() -> None:
-        # While the tests start up (one core is idle then): what is needed only afterwards. The commit
-        # is read as the tests start, which is also the commit they ran on.
-        import promote.cli.test_report  # noqa: F401
-        from promote.evidence.store import head_commit
-
-        commit.append(head_commit(config))
-
     run_id, started = new_run_id(), datetime.now(timezone.utc).isoformat(timespec="microseconds")
     with hold_lock(config.root):
+        # Read before the tests start: the commit they run on, whatever is committed while they run.
+        commit = head_commit(config)
         try:
-            result = run_tests(config, package=package, on_progress=progress.update, meanwhile=meanwhile, run_id=run_id)
+            result = run_tests(config, package=package, on_progress=progress.update, run_id=run_id)
         except KeyboardInterrupt:
             progress.close()
-            from promote.evidence.store import record_interrupted_run
-
-            record_interrupted_run(config, run_id, started, command_line(), commit[0] if commit else None)
+            record_interrupted_run(config, run_id, started, command_line(), commit)
             raise
     progress.close()
-    from promote.cli.test_report import run_report
-    from promote.evidence.store import record_test_run
-
-    # run_tests calls `meanwhile` once on every run it returns from.
-    [head] = commit
-    record_test_run(config, result, command_line(), head)
+    record_test_run(config, result, command_line(), commit)
     emit(result.to_json(), run_report(result), as_json=as_json)
     sys.exit(EXIT_OK if result.green else EXIT_BLOCKED)
 
