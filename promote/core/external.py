@@ -2,39 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
-from promote.core.process import run_bounded
+from promote.core.process import Finished, run_bounded, telling_line
 from promote.core.redact import redact
 
 
-@dataclass(frozen=True)
-class CommandResult:
-    """What a command printed, or why it gave nothing usable (`error`, redacted)."""
-
-    shown: str
-    stdout: str
-    error: str | None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
-def run_command(argv: tuple[str, ...], *, cwd: Path, timeout: float) -> CommandResult:
-    """Run `argv` in `cwd`; on timeout kill it and everything it started."""
+def run_command(argv: tuple[str, ...], *, cwd: Path, timeout: float) -> Finished:
+    """Run `argv` in `cwd`; on timeout kill it and everything it started; its stdout redacted, as it is shown."""
     shown = redact(" ".join(argv))
     try:
         done = run_bounded(argv, cwd=cwd, timeout=timeout)
     except OSError as e:
-        return CommandResult(shown, "", f"`{shown}` cannot be started: {e.strerror or e}")
+        return Finished(shown, None, "", f"cannot be started: {e.strerror or e}")
     if done.status is None:
-        return CommandResult(shown, "", f"`{shown}` did not finish in {timeout:g} s")
-    out, err = done.stdout, done.stderr
-    stdout = out.decode("utf-8", "replace")
-    if done.status != 0:
-        lines = [ln.strip() for ln in redact(err.decode("utf-8", "replace")).splitlines() if ln.strip()]
-        detail = f": {lines[-1]}" if lines else ""
-        return CommandResult(shown, "", f"`{shown}` exited with status {done.status}{detail}")
-    return CommandResult(shown, redact(stdout), None)
+        return Finished(shown, None, "", f"did not finish in {timeout:g} s")
+    return replace(done, stdout=redact(done.stdout))
+
+
+def failure(done: Finished) -> str | None:
+    """Why a configured command gave nothing usable, as one sentence naming it; None when it succeeded."""
+    if done.ok:
+        return None
+    if done.status is None:
+        return f"`{done.shown}` {done.stderr}"
+    line = telling_line(done.stderr)
+    return f"`{done.shown}` exited with status {done.status}" + (f": {line}" if line else "")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from promote.core.errors import GitError
-from promote.core.process import run_bounded
+from promote.core.process import Finished, Telling, run_bounded
 from promote.core.redact import redact
 
 # Plain, untranslated messages that never wait for a password on a terminal nobody watches.
@@ -36,39 +36,23 @@ class GrepHit:
     text: str
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What one git command did: its exit status and its (redacted) messages."""
-
-    status: int
-    stdout: str
-    stderr: str
-
-    @property
-    def ok(self) -> bool:
-        return self.status == 0
-
-    @property
-    def reason(self) -> str:
-        """The most telling line of git's complaint, for a one-line report."""
-        lines = [ln.strip() for ln in self.stderr.splitlines() if ln.strip()]
-        for line in lines:
-            if line.startswith(("fatal:", "error:", "timeout:", "remote:", "ssh:")):
-                return line
-        return lines[0] if lines else f"git exited with status {self.status}"
+# git's own complaints start so; the first of them is the cause, later ones its consequences.
+TELLING = Telling(
+    starts=("fatal:", "error:", "timeout:", "remote:", "ssh:"), first=True, silent="git exited with status {status}"
+)
 
 
-def run_git(cwd: Path, *args: str, timeout: float | None = None, remote: bool = False) -> Outcome:
+def run_git(cwd: Path, *args: str, timeout: float | None = None, remote: bool = False) -> Finished:
     """Run `git ARGS...` in `cwd`; never raises on failure; on timeout, kill git and what it started.
 
     `remote` commands (talking to a mirror) also die, with everything they started, when promote dies:
     an orphaned push would otherwise still move the mirror with nobody left to record it.
     """
     env = {**os.environ, **_ENV}
-    done = run_bounded(["git", *args], cwd=cwd, timeout=timeout, env=env, die_with_promote=remote)
+    done = run_bounded(["git", *args], cwd=cwd, timeout=timeout, env=env, die_with_promote=remote, telling=TELLING)
     if done.status is None:
-        return Outcome(-9, "", f"timeout: git {args[0]} did not complete in {timeout:g} s")
-    return Outcome(done.status, done.stdout.decode("utf-8", "replace"), redact(done.stderr.decode("utf-8", "replace")))
+        return replace(done, stdout="", output=b"", stderr=f"timeout: git {args[0]} did not complete in {timeout:g} s")
+    return done
 
 
 class Repo:
@@ -88,7 +72,7 @@ class Repo:
         self.root = Path(top)
         self.shallow = shallow == "true"
 
-    def run(self, *args: str, timeout: float | None = None, remote: bool = False) -> Outcome:
+    def run(self, *args: str, timeout: float | None = None, remote: bool = False) -> Finished:
         return run_git(self.root, *args, timeout=timeout, remote=remote)
 
     def out(self, *args: str) -> str:
@@ -187,11 +171,11 @@ class Repo:
 
     # -- talking to mirrors ----------------------------------------------------
 
-    def ls_remote(self, remote: str, branch: str, *, timeout: float) -> Outcome:
+    def ls_remote(self, remote: str, branch: str, *, timeout: float) -> Finished:
         args = ("ls-remote", "--heads", "--end-of-options", remote, f"refs/heads/{branch}")
         return self.run(*args, timeout=timeout, remote=True)
 
-    def fetch(self, remote: str, branch: str, dest: str, *, timeout: float) -> Outcome:
+    def fetch(self, remote: str, branch: str, dest: str, *, timeout: float) -> Finished:
         """Fetch a mirror's branch into a private ref of ours (never a user's branch)."""
         # The private ref is ours alone; dropping it first lets a rewritten mirror
         # branch land there without a forced (`+`) refspec. `--refmap=` stops git from
@@ -204,7 +188,7 @@ class Repo:
             timeout=timeout, remote=True,
         )  # fmt: skip
 
-    def push(self, remote: str, sha: str, branch: str, *, timeout: float) -> Outcome:
+    def push(self, remote: str, sha: str, branch: str, *, timeout: float) -> Finished:
         """Push `sha` to `branch` on `remote`; git itself refuses anything but a fast-forward."""
         return self.run(
             "push", "--porcelain", "--end-of-options",
@@ -216,5 +200,5 @@ class Repo:
         """Move a local ref from exactly `old` to `new`; False if it was not at `old`."""
         return self.run("update-ref", "-m", "promote: fast-forward", ref, new, old).ok
 
-    def merge_ff_only(self, sha: str) -> Outcome:
+    def merge_ff_only(self, sha: str) -> Finished:
         return self.run("merge", "--ff-only", "--quiet", sha)

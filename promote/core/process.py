@@ -8,8 +8,10 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from promote.core.redact import redact
 
 _PR_SET_PDEATHSIG = 1
 
@@ -19,13 +21,62 @@ _PR_SET_PDEATHSIG = 1
 _GUARD = 'trap "kill -9 0" TERM; "$@" & wait $!'
 
 
+# A one-line report quotes at most this much of what a program said.
+TELLING_MAX = 300
+
+
+def telling_line(
+    text: str, *, starts: Sequence[str] = (), contains: Sequence[str] = (), first: bool = False, marked: bool = False
+) -> str:
+    """The line of a program's output that says what went wrong ("" when there is none), at most TELLING_MAX long.
+
+    The last (with `first`, the first) non-blank line that starts with one of `starts` or holds one of
+    `contains`; when no line does, the last (first) non-blank line, unless only a `marked` line will do.
+    """
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    telling = [ln for ln in lines if ln.startswith(tuple(starts)) or any(c in ln for c in contains)]
+    if telling or marked:
+        lines = telling
+    if not lines:
+        return ""
+    return (lines[0] if first else lines[-1])[:TELLING_MAX]
+
+
+@dataclass(frozen=True)
+class Telling:
+    """Which line of a program's complaint tells what went wrong (see telling_line), and what to say when none does."""
+
+    starts: tuple[str, ...] = ()
+    contains: tuple[str, ...] = ()
+    first: bool = False
+    silent: str = "exit status {status}"
+
+
 @dataclass(frozen=True)
 class Finished:
-    """How a bounded run ended: `status` is None when the time limit killed it."""
+    """One external command that ended: as shown (redacted), its exit status, what it printed (stderr redacted).
 
+    `status` is None when it never got one: killed at its time limit, or it could not be started.
+    """
+
+    shown: str
     status: int | None
-    stdout: bytes
-    stderr: bytes
+    stdout: str
+    stderr: str
+    # stdout exactly as written, for output that is not text (a tar of results).
+    output: bytes = field(default=b"", repr=False)
+    telling: Telling = Telling()
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 0
+
+    @property
+    def reason(self) -> str:
+        """The most telling line of the complaint, for a one-line report."""
+        t = self.telling
+        line = telling_line(self.stderr, starts=t.starts, contains=t.contains, first=t.first)
+        return line or t.silent.format(status=self.status)
 
 
 def die_with_parent(sig: int = signal.SIGKILL) -> Callable[[], None] | None:
@@ -68,12 +119,15 @@ def run_bounded(
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
     die_with_promote: bool = False,
+    telling: Telling = Telling(),
 ) -> Finished:
     """Run `argv` (a list, never a shell); raises OSError only when it cannot be started.
 
     With `die_with_promote` (and no `stdin`: the guard gives the program /dev/null), the program and
     its children are killed when promote dies, even by SIGKILL, where the platform allows it.
+    On timeout, the status is None and the output is what came before the kill.
     """
+    shown = redact(" ".join(argv))
     preexec = None
     if die_with_promote and stdin is None:
         argv, preexec = guarded(argv)
@@ -91,8 +145,10 @@ def run_bounded(
     ) as proc:
         try:
             out, err = proc.communicate(stdin, timeout=timeout)
+            status: int | None = proc.returncode
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
-            return Finished(None, out, err)
-    return Finished(proc.returncode, out, err)
+            status = None
+    text = out.decode("utf-8", "replace")
+    return Finished(shown, status, text, redact(err.decode("utf-8", "replace")), out, telling)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from promote.config import Config
 from promote.core import paths
 from promote.core.errors import ConfigError
-from promote.core.external import run_command
+from promote.core.external import failure, run_command
 from promote.core.git import Commit, Repo
 
 # Listed by name in reports; counts are always exact.
@@ -96,8 +96,9 @@ def measure(repo: Repo, config: Config, candidate: str) -> Drift | DriftUndecide
     if config.deployed_command is not None:
         result = run_command(config.deployed_command, cwd=config.root, timeout=config.deployed_timeout_s)
         source = f"`{result.shown}`"
-        if result.error is not None:
-            return DriftUndecided("deployed_command", result.error, source)
+        error = failure(result)
+        if error is not None:
+            return DriftUndecided("deployed_command", error, source)
         lines = [ln.strip() for ln in result.stdout.splitlines() if ln.strip()]
         answer = lines[0] if len(lines) == 1 and len(lines[0].split()) == 1 else None
         if answer is None:
@@ -147,7 +148,8 @@ def _served_since(repo: Repo, config: Config, sha: str) -> tuple[str, str]:
         return repo.commit_date(sha), "commit date"
     result = run_command(config.deployed_since_command, cwd=config.root, timeout=config.deployed_timeout_s)
     lines = [ln.strip() for ln in result.stdout.splitlines() if ln.strip()]
-    if result.error is None and lines:
+    error = failure(result)
+    if error is None and lines:
         return lines[0], f"`{result.shown}`"
-    why = result.error or f"`{result.shown}` printed nothing"
+    why = error or f"`{result.shown}` printed nothing"
     return repo.commit_date(sha), f"commit date ({why})"

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from promote.config.workspace import Workspace
 from promote.core import state
-from promote.core.git import Outcome, Repo
+from promote.core.git import Repo
+from promote.core.process import Finished
 from promote.release import journal
 from promote.release import mirrors as mirrors_mod
 from promote.release.check import BLOCKED, UNDECIDED, CheckResult, check
@@ -104,7 +105,7 @@ def _verify(ws: Workspace, names: list[str]) -> dict[str, str | None]:
         return dict(zip(names, pool.map(head, names), strict=True))
 
 
-def _read_back(m: MirrorStatus, sha: str, pushed: Outcome, now: str | None, unread: str | None) -> MirrorMerge:
+def _read_back(m: MirrorStatus, sha: str, pushed: Finished, now: str | None, unread: str | None) -> MirrorMerge:
     """What the push did, judged by what the mirror holds now, not by git's exit code."""
     said = "pushed" if pushed.ok else _push_reason(pushed)
     if now == sha:
@@ -196,7 +197,7 @@ def settle(ws: Workspace) -> list[str]:
     return said
 
 
-def _push_reason(outcome: Outcome) -> str:
+def _push_reason(outcome: Finished) -> str:
     """Git's verdict on the ref, plus what the mirror's hooks said, on one line."""
     # `push --porcelain` marks a refused ref with "!" (e.g. "[remote rejected] (pre-receive hook declined)").
     verdict = next(

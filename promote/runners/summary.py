@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from promote.core.findings import Finding
+from promote.core.process import telling_line
 from promote.runners.causes.bisect import Verdict
 from promote.runners.package import ProcessOutcome, Watch
 from promote.runners.plugin import progress as progress_mod
@@ -201,7 +202,7 @@ def process_finding(name: str, done: ProcessOutcome, ran_tests: bool, failures: 
         return None
     if done.status == 5:
         return Finding("package-error", "error", name, f"no tests ran: pytest collected no tests (log: {done.log})")
-    why = telling_line(done.log)
+    why = log_complaint(done.log)
     if done.status == 1:
         ran = "" if ran_tests else " and ran no test"
         message = f"pytest exited with status 1 but recorded no failure{ran}: {why} (log: {done.log})"
@@ -209,13 +210,11 @@ def process_finding(name: str, done: ProcessOutcome, ran_tests: bool, failures: 
     return Finding("package-error", "error", name, f"pytest exited with status {done.status}: {why} (log: {done.log})")
 
 
-def telling_line(log: Path) -> str:
+def log_complaint(log: Path) -> str:
     """The line of a pytest log that says what went wrong: the last exception or error it printed."""
     text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     # Not its traceback frames: an interpreter without pytest says only "No module named pytest".
-    telling = [ln for ln in lines if "Error" in ln or ln.startswith(("E ", "ERROR", "error:"))]
-    return (telling or lines or ["no output"])[-1][:300]
+    return telling_line(text, starts=("E ", "ERROR", "error:"), contains=("Error",)) or "no output"
 
 
 def unseen_finding(name: str, out_dir: Path, findings: list[Finding], status: int) -> list[Finding]:
@@ -329,8 +328,7 @@ _FRAME = re.compile(r"^(?P<where>[^\s<][^:]*\.py:\d+): in ", re.MULTILINE)
 
 def _cause(text: str | None) -> str:
     """A collection error's exception line, and the package's own line that raised it."""
-    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
-    last = re.sub(r"^E\s+", "", lines[-1])[:300] if lines else "no details"
+    last = re.sub(r"^E\s+", "", telling_line(text or "")) or "no details"
     # Frames of pytest, importlib and installed packages are not the package's: the last of the others raised.
     frames = [m["where"] for m in _FRAME.finditer(text or "") if "-packages/" not in m["where"]]
     return f"{last} ({frames[-1]})" if frames else last

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from promote.runners.causes.rerun import files_of, telling_line
+from promote.runners.causes.rerun import files_of, why_not_run
 from tests.helpers.cli import run
 from tests.helpers.packages import write_config, write_package
 
@@ -193,14 +193,14 @@ def test_the_files_to_collect_are_the_ids_files_once_in_order() -> None:
     assert files_of(ids) == ["b/test_x.py", "a/test_y.py"]
 
 
-def test_telling_line_of_an_internal_error_and_of_a_usage_error(tmp_path: Path) -> None:
+def test_why_not_run_names_an_internal_error_and_a_usage_error(tmp_path: Path) -> None:
     log = tmp_path / "pytest.log"
     log.write_text("INTERNALERROR> Traceback (most recent call last):\nINTERNALERROR> SystemExit: 1\n\nno tests ran\n")
-    assert telling_line(log, 3) == "exit 3: INTERNALERROR SystemExit: 1"
+    assert why_not_run(log, 3) == "exit 3: INTERNALERROR SystemExit: 1"
     log.write_text("ERROR: usage: python -m pytest [options]\npython -m pytest: error: unrecognized arguments: -x\n")
-    assert telling_line(log, 4) == "exit 4: ERROR: usage: python -m pytest [options]"
+    assert why_not_run(log, 4) == "exit 4: ERROR: usage: python -m pytest [options]"
     log.write_text("\n==== 3 deselected in 0.01s ====\n")
-    assert telling_line(log, 5) == "exit 5: 3 deselected in 0.01s"
+    assert why_not_run(log, 5) == "exit 5: 3 deselected in 0.01s"
 
 
 @pytest.mark.skipif(not Path("/proc/self").exists(), reason="reads /proc")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from promote.config import PackageConfig
 from promote.core.errors import PromoteError
+from promote.core.process import telling_line
 from promote.core.pytest_ini import find_ini
 from promote.runners.package import PLUGIN, POLL_S, Watch, environment
 from promote.runners.plugin.progress import unfinished
@@ -50,24 +51,26 @@ def files_of(ids: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(t.split("::", 1)[0] for t in ids))
 
 
-def telling_line(log: Path, status: int) -> str:
+def why_not_run(log: Path, status: int) -> str:
     """The one line of a pytest log that says why tests did not run (a collection error, an internal error)."""
     try:
-        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        text = log.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        lines = []
+        text = ""
+    lines = text.splitlines()
     for i, line in enumerate(lines):
         match = _COLLECTING.match(line.strip())
         if match:
             # The exception pytest shows for the module is its first `E   ` line.
             cause = next((x[1:].strip() for x in lines[i + 1 :] if x.startswith("E   ")), "")
             return f"ERROR collecting {match.group(1)}" + (f": {cause}" if cause else "")
-    internal = [x.removeprefix("INTERNALERROR>").strip() for x in lines if x.startswith("INTERNALERROR>")]
+    internal = telling_line(text, starts=("INTERNALERROR>",), marked=True)
     if internal:
-        return f"exit {status}: INTERNALERROR {internal[-1]}"
-    errors = [x.strip() for x in lines if x.startswith("ERROR:") or x.startswith("ERROR ")]
-    last = next((x.strip(" =") for x in reversed(lines) if x.strip(" =")), "no output")
-    return f"exit {status}: {errors[0] if errors else last}"
+        return f"exit {status}: INTERNALERROR {internal.removeprefix('INTERNALERROR>').strip()}"
+    error = telling_line(text, starts=("ERROR:", "ERROR "), first=True, marked=True)
+    # pytest's summary lines are framed in "=" signs; the words inside them are what it said.
+    last = telling_line("\n".join(x.strip(" =") for x in lines))
+    return f"exit {status}: {error or last or 'no output'}"
 
 
 def judged_failed(records: Sequence[TestRecord], test: str) -> bool | None:
@@ -165,15 +168,6 @@ class Rerunner:
         watch.poll()
         return Ran(int(proc.returncode), log, tuple(watch.timed_out), overran)
 
-    def collect(self) -> list[str]:
-        """Every test id of the package in collection order."""
-        out_dir = self._next_dir("collect")
-        ids = out_dir / "ids.txt"
-        done = self._pytest(out_dir, "--collect-only", "--promote-collect", str(ids), tests=0)
-        if not ids.exists():
-            raise RerunError(f"cannot collect the tests of {self.pkg.name}: {telling_line(done.log, done.status)}")
-        return [line for line in ids.read_text(encoding="utf-8").splitlines() if line]
-
     def run_through(self, victim: str) -> tuple[list[str], bool] | None:
         """Run the package in collection order up to `victim`: (the tests before it, whether it failed).
 
@@ -220,9 +214,9 @@ class Rerunner:
         if done.timed_out:
             why = f"{done.timed_out[0]} ran longer than the timeout ({self.pkg.timeout_s:g} s) before it"
         elif done.overran:
-            why = f"the rerun ran longer than its bound and was killed ({telling_line(done.log, done.status)})"
+            why = f"the rerun ran longer than its bound and was killed ({why_not_run(done.log, done.status)})"
         else:
-            why = telling_line(done.log, done.status)
+            why = why_not_run(done.log, done.status)
         raise RerunError(f"{victim} did not run in a rerun of {self.pkg.name}: {why} (log: {done.log})")
 
 

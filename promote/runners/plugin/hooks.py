@@ -55,12 +55,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only the serial tests, only the others, or all (default)",
     )
     group.addoption(
-        "--promote-collect",
-        metavar="FILE",
-        default=None,
-        help="write the ids of the tests that would run to FILE, one per line",
-    )
-    group.addoption(
         "--promote-station",
         metavar="FILE",
         default=None,
@@ -213,10 +207,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if part == "parallel":
         # The runner starts the serial part only when this says there is something for it to run.
         config.stash[SERIAL_LEFT] = len(drop)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session: pytest.Session) -> None:
-    target = session.config.getoption("promote_collect", default=None)
-    if target:
-        Path(target).write_text("".join(f"{item.nodeid}\n" for item in session.items), encoding="utf-8")

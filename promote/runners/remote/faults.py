@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from promote.core.findings import Finding
+from promote.core.process import telling_line
 from promote.core.redact import redact
 from promote.runners.package import ProcessOutcome
 from promote.runners.plugin import progress
@@ -34,9 +35,8 @@ def ssh_complaint(log: Path) -> str | None:
     """ssh's own last word on a session that ended abnormally, from the end of the part's log."""
     if not log.is_file():
         return None
-    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
-    found = [ln.strip() for ln in lines if any(s in ln for s in _LOST)]
-    return found[-1][:300] if found else None
+    tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-20:])
+    return telling_line(tail, contains=_LOST, marked=True) or None
 
 
 def running_at_end(part_dir: Path) -> list[str]:

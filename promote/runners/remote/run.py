@@ -155,7 +155,7 @@ def fetch(ws: Workspace, remote_out: str, out_dir: Path, *, kill: bool) -> str |
     if not reply.ok:
         return reply.reason
     try:
-        _extract(reply.stdout, out_dir)
+        _extract(reply.output, out_dir)
     except tarfile.TarError as e:
         return f"what came back is not a tar archive: {e}"
     # The run's directory there is shared by its packages: removed by whichever finishes last.

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
 from promote.config import StationConfig
-from promote.core.process import run_bounded
+from promote.core.process import Finished, Telling, run_bounded
 from promote.core.redact import redact
 
 CONNECT_TIMEOUT_S = 15
@@ -22,24 +22,8 @@ class StationError(Exception):
     """A station could not do what was asked; the message names the station and says why."""
 
 
-@dataclass(frozen=True)
-class Reply:
-    """What one remote command did: ssh's exit status (255: ssh itself failed), its output and complaint."""
-
-    status: int
-    stdout: bytes
-    stderr: str
-
-    @property
-    def ok(self) -> bool:
-        return self.status == 0
-
-    @property
-    def reason(self) -> str:
-        """The most telling line of the complaint, for a one-line finding."""
-        lines = [ln.strip() for ln in self.stderr.splitlines() if ln.strip()]
-        telling = [ln for ln in lines if ln.startswith(("ssh:", "fatal:", "error:")) or "denied" in ln]
-        return (telling or lines or [f"exit status {self.status}"])[-1][:300]
+# ssh's own complaints, and git's and a refused login's: the last of them is what finally went wrong.
+TELLING = Telling(starts=("ssh:", "fatal:", "error:"), contains=("denied",))
 
 
 @dataclass(frozen=True)
@@ -90,15 +74,20 @@ class Target:
         user, at, host = self.destination.rpartition("@")
         return f"{user}{at}[{host}]" if ":" in host else self.destination
 
-    def run(self, script: str, *, stdin: bytes | None = None, timeout: float | None = None) -> Reply:
-        """Run `script` on the station and wait; never raises on failure; on timeout, kill ssh."""
+    def run(self, script: str, *, stdin: bytes | None = None, timeout: float | None = None) -> Finished:
+        """Run `script` on the station and wait; never raises on failure; on timeout, kill ssh.
+
+        The status is ssh's: 255 when ssh itself failed, None when the station did not answer in time.
+        """
+        argv = self.argv(script)
         try:
-            done = run_bounded(self.argv(script), timeout=timeout, stdin=stdin)
+            done = run_bounded(argv, timeout=timeout, stdin=stdin, telling=TELLING)
         except FileNotFoundError:
-            return Reply(255, b"", "ssh: the ssh client is not installed here")
+            missing = "ssh: the ssh client is not installed here"
+            return Finished(redact(" ".join(argv)), 255, "", missing, telling=TELLING)
         if done.status is None:
-            return Reply(-9, done.stdout, f"ssh: no answer from the station in {timeout:g} s")
-        return Reply(done.status, done.stdout, redact(done.stderr.decode("utf-8", "replace")))
+            return replace(done, stderr=f"ssh: no answer from the station in {timeout:g} s")
+        return done
 
     def start(self, script: str, sink: IO[bytes]) -> subprocess.Popen[bytes]:
         """Start `script` on the station; its output and ssh's own messages go to `sink`."""
@@ -106,7 +95,7 @@ class Target:
         return subprocess.Popen(self.argv(script), stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT)
 
 
-def connection_failure(target: Target, reply: Reply) -> str:
+def connection_failure(target: Target, reply: Finished) -> str:
     """Why ssh could not get to the station at all, in words that say what to fix."""
     reason = reply.reason
     if "Permission denied" in reply.stderr:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import shlex
-import subprocess
 import tarfile
 import threading
 from dataclasses import dataclass, replace
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import promote
 from promote.core.git import run_git
-from promote.core.redact import redact
+from promote.core.process import Telling, run_bounded
 from promote.runners.plugin.station import Station
 from promote.runners.remote.ssh import StationError, Target, connection_failure, q
 
@@ -32,6 +31,8 @@ _PREPARE_FAULTS = {
     93: "{python} not found there",
     94: "{python} there cannot import pytest and pytest-xdist, which remote runs need",
 }
+# rsync's first complaint is the cause; what follows is its summary of the failure.
+_RSYNC_TELLING = Telling(first=True, silent="exit {status}")
 _PROBE = (
     "import json\nfrom promote.runners.stations import detect_local\n"
     "station, notes = detect_local()\nprint(json.dumps({'station': station.to_json(), 'notes': notes}))\n"
@@ -92,12 +93,12 @@ def open_workdir(target: Target, workdir: str, *, git: bool) -> str:
         lines += ["command -v git >/dev/null 2>&1 || exit 91", "[ -d .git ] || git init --quiet . >&2 || exit 92"]
     lines += [f"command -v {py} >/dev/null 2>&1 || exit 93", f"{py} -c 'import pytest, xdist' >&2 || exit 94"]
     reply = target.run("\n".join(lines), timeout=PREPARE_TIMEOUT_S)
-    if reply.status == 255 or reply.status < 0:
+    if reply.status in (255, None):
         raise _fail(target, connection_failure(target, reply))
     if not reply.ok:
         what = _PREPARE_FAULTS.get(reply.status, "the workdir could not be prepared")
         raise _fail(target, what.format(workdir=workdir, python=target.python) + f" ({reply.reason})")
-    return reply.stdout.decode("utf-8", "replace").strip().splitlines()[-1]
+    return reply.stdout.strip().splitlines()[-1]
 
 
 def push(target: Target, repo: Path, sha: str, workdir: str) -> None:
@@ -125,15 +126,15 @@ def rsync(target: Target, repo: Path, workdir: str) -> None:
         "-e", shlex.join(target.ssh_command()),
         "--", f"{repo}/", f"{target.host_spec}:{workdir}/",
     ]  # fmt: skip
+    # The bounded runner: a timeout kills rsync's ssh child too, which would otherwise hold the station.
     try:
-        done = subprocess.run(cmd, capture_output=True, stdin=subprocess.DEVNULL, timeout=PREPARE_TIMEOUT_S)
+        done = run_bounded(cmd, timeout=PREPARE_TIMEOUT_S, telling=_RSYNC_TELLING)
     except FileNotFoundError:
         raise _fail(target, 'sync = "rsync" but rsync is not installed here') from None
-    except subprocess.TimeoutExpired:
-        raise _fail(target, f"rsync to {workdir} did not finish in {PREPARE_TIMEOUT_S:g} s") from None
-    if done.returncode != 0:
-        lines = [ln for ln in redact(done.stderr.decode("utf-8", "replace")).splitlines() if ln.strip()]
-        raise _fail(target, f"rsync to {workdir} failed: {(lines or ['exit ' + str(done.returncode)])[0][:300]}")
+    if done.status is None:
+        raise _fail(target, f"rsync to {workdir} did not finish in {PREPARE_TIMEOUT_S:g} s")
+    if not done.ok:
+        raise _fail(target, f"rsync to {workdir} failed: {done.reason}")
 
 
 def install(target: Target, workdir: str, sha: str | None, package_dir: str) -> tuple[Station, tuple[str, ...]]:
@@ -151,7 +152,7 @@ def install(target: Target, workdir: str, sha: str | None, package_dir: str) -> 
         ]
     )
     reply = target.run(script, stdin=lib_tar(), timeout=PREPARE_TIMEOUT_S)
-    if reply.status == 255 or reply.status < 0:
+    if reply.status in (255, None):
         raise _fail(target, connection_failure(target, reply))
     if not reply.ok:
         source = f"commit {sha[:12]} (is the package committed?)" if sha else "the copied tree"
@@ -163,10 +164,10 @@ def install(target: Target, workdir: str, sha: str | None, package_dir: str) -> 
         }.get(reply.status, "preparing the run failed")
         raise _fail(target, f"{what} ({reply.reason})")
     try:
-        found = json.loads(reply.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+        found = json.loads(reply.stdout.strip().splitlines()[-1])
         return Station.from_json(found["station"]), tuple(str(n) for n in found["notes"])
     except (ValueError, KeyError, IndexError, TypeError):
-        raise _fail(target, f"its inventory probe printed no inventory ({reply.stdout[-200:]!r})") from None
+        raise _fail(target, f"its inventory probe printed no inventory ({reply.output[-200:]!r})") from None
 
 
 def observed(detected: Station, configured: Station) -> Station:
