@@ -162,7 +162,7 @@ def test_every_test_run_by_reachable_jobs_passes_with_counts(tmp_path: Path) -> 
     assert "1 job(s) run 7 of 7 test ids" in outcome.evidence
 
 
-def test_marker_filter_and_unknown_condition_are_undecided_not_guessed(tmp_path: Path) -> None:
+def test_marker_filter_reads_the_markers_and_an_unknown_condition_is_undecided(tmp_path: Path) -> None:
     workflow = """\
 on: push
 jobs:
@@ -176,22 +176,24 @@ jobs:
     steps:
       - run: pytest integration
 """
-    cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow})
+    slow_load = "import pytest\n\n@pytest.mark.slow\ndef test_load(): pass\ndef test_device_leak(): pass\n"
+    files = {**SOURCES, "tests/test_model.py": slow_load, ".github/workflows/t.yml": workflow}
+    cfg = workspace(tmp_path, files)
 
     report = survey_ci(tmp_path, cfg, INVENTORY)
     outcome = audit_ci(tmp_path, cfg, INVENTORY)
 
-    assert outcome.status == "undecided"
-    assert outcome.findings == ()
+    assert outcome.status == "fail"
+    assert [(n.test, n.why) for n in report.not_run] == [
+        ("tests/test_model.py::test_load", '-m "not slow" in job `fast` of .github/workflows/t.yml')
+    ]
     whys = dict(report.undecided)
-    assert whys["tests/test_model.py::test_load"] == (
-        '-m "not slow" (markers are not visible in test ids) in job `fast` of .github/workflows/t.yml'
-    )
+    assert "tests/test_model.py::test_device_leak" not in whys
     assert whys["integration/test_e2e.py::test_e2e"] == (
         "job `nightly` of .github/workflows/t.yml may not run: `if: github.event_name == 'schedule'`: "
         "`github.event_name` is only known when the workflow runs"
     )
-    assert report.run == 0
+    assert report.run == 5
 
 
 def test_repository_comes_from_a_github_origin_and_decides_the_pin(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def repository_of(root: Path, configured: str | None) -> str | None:
 def survey_ci(root: Path, config: Config, inventory: Sequence[str]) -> CIReport:
     """Read the workflows and decide, for every test id in `inventory`, whether some CI job runs it."""
     repository = repository_of(root, config.ci.repository)
-    jobs, problems = read_workflows(root, repository)
+    jobs, problems = read_workflows(root, repository, config.trunk)
     noxfiles: dict[str, Noxfile | str] = {}
     plans = [plan(job, root, config.ci, repository, noxfiles) for job in jobs]
     testing = [p for p in plans if p.commands]

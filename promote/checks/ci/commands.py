@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from promote.checks.ci.model import Word, normalize, show
 from promote.checks.ci.pytest_run import PytestRun
@@ -50,67 +51,30 @@ class Opaque:
 Classified = PytestRun | UnittestRun | NoxCall | Opaque | None
 
 
+@dataclass
+class _Peeled:
+    """What is left of a command once its wrappers are peeled: the program's argv, env, directory, runner."""
+
+    argv: list[Word]
+    cwd: str | None
+    env: dict[str, str] = field(default_factory=dict)
+    runner: str = ""  # the project runner (`hatch run`, `pdm run`, ...) the program was started by
+
+
 def classify(inv: Invocation, root: Path) -> Classified:
     """What test command, if any, `inv` is."""
-    argv = list(inv.argv)
     text = show(inv.argv)
-    extra_env: dict[str, str] = {}
-    cwd = inv.cwd
-    runner = ""  # the project runner (`hatch run`, `pdm run`, ...) the program was started by
-    # step 1: peel wrappers (`sudo`, `env X=1`, `uv run`, `coverage run -m`) down to the program
-    while argv:
-        head = argv[0]
-        name = posixpath.basename(head.text)
-        if not head.known:
-            if any(w.text in ("pytest", "unittest", "nox", "tox") for w in argv):
-                return Opaque(text, f"`{head.text}` is not known before the job runs")
-            return None
-        if name in _WRAPPERS or name in _RUNNERS:
-            runner_verb = name in _RUNNERS and len(argv) > 1 and argv[1].text in ("run", "exec")
-            if name in _RUNNERS and not runner_verb and name not in ("hatch", "pipx"):
-                return None
-            if name == "hatch" and len(argv) > 1 and argv[1].text == "test":
-                return Opaque(text, "`hatch test` runs pytest with hatch's own settings")
-            argv = argv[2:] if runner_verb else argv[1:]
-            runner = f"{name} run" if runner_verb else runner
-            if name == "timeout":
-                argv = _skip_options(argv)[1:]
-            while argv and (argv[0].text.startswith("-") or (name == "env" and "=" in argv[0].text)):
-                option = argv.pop(0).text
-                if "=" in option and not option.startswith("-"):
-                    key, _, value = option.partition("=")
-                    extra_env[key] = value
-                elif option == "--directory" and argv and cwd is not None:
-                    cwd = normalize(argv[0].text, cwd)
-                if option in _VALUED and argv:
-                    argv.pop(0)
-            continue
-        if name == "coverage" and len(argv) > 1 and argv[1].text == "run":
-            argv = _coverage_target(argv[2:])
-            continue
-        if _PYTHON.fullmatch(name):
-            target = _python_target(argv[1:], text)
-            if isinstance(target, Opaque):
-                return target
-            argv = target
-            continue
-        break
-    if not argv:
-        return None
+    peeled = _peel(inv, text)
+    if not isinstance(peeled, _Peeled):
+        return peeled
+    argv, cwd = peeled.argv, peeled.cwd
     program = posixpath.basename(argv[0].text)
     args = tuple(argv[1:])
     if program in ("pytest", "py.test", "unittest", "nox", "tox") and cwd is None:
         return Opaque(text, "it runs in a directory the audit cannot follow (`cd` to an unknown place)")
     if program in ("pytest", "py.test"):
         assert cwd is not None
-        env_word: Word | None = None
-        if "PYTEST_ADDOPTS" in extra_env:
-            env_word = Word(extra_env["PYTEST_ADDOPTS"])
-        else:
-            set_, addopts = inv.getenv("PYTEST_ADDOPTS")
-            if set_:
-                env_word = Word(addopts) if addopts is not None else Word("$PYTEST_ADDOPTS", known=False)
-        run = PytestRun.parse(args, text=text, cwd=cwd, root=root, addopts_env=env_word)
+        run = PytestRun.parse(args, text=text, cwd=cwd, root=root, addopts_env=_addopts(inv, peeled.env))
         return run if run.runs_tests else None
     if program == "unittest":
         assert cwd is not None
@@ -122,9 +86,70 @@ def classify(inv: Invocation, root: Path) -> Classified:
         return Opaque(text, "tox.ini is not read by the audit")
     if program in _LAUNCHERS and any("test" in w.text for w in args):
         return Opaque(text, f"what `{program}` runs is not read by the audit")
-    if runner and "test" in program:
-        return Opaque(text, f"`{runner} {program}` runs a project script the audit does not read")
+    if peeled.runner and "test" in program:
+        return Opaque(text, f"`{peeled.runner} {program}` runs a project script the audit does not read")
     return None
+
+
+def _addopts(inv: Invocation, extra_env: dict[str, str]) -> Word | None:
+    """PYTEST_ADDOPTS as the program sees it: set by `env X=...`, by the script, or not at all."""
+    if "PYTEST_ADDOPTS" in extra_env:
+        return Word(extra_env["PYTEST_ADDOPTS"])
+    set_, addopts = inv.getenv("PYTEST_ADDOPTS")
+    if not set_:
+        return None
+    return Word(addopts) if addopts is not None else Word("$PYTEST_ADDOPTS", known=False)
+
+
+def _peel(inv: Invocation, text: str) -> _Peeled | Opaque | None:
+    """Peel wrappers (`sudo`, `env X=1`, `uv run`, `coverage run -m`, `python -m`) down to the program."""
+    peeled = _Peeled(list(inv.argv), inv.cwd)
+    while peeled.argv:
+        head = peeled.argv[0]
+        name = posixpath.basename(head.text)
+        if not head.known:
+            if any(w.text in ("pytest", "unittest", "nox", "tox") for w in peeled.argv):
+                return Opaque(text, f"`{head.text}` is not known before the job runs")
+            return None
+        if name in _WRAPPERS or name in _RUNNERS:
+            stop = _unwrap(peeled, name, text)
+            if stop is not True:
+                return stop
+        elif name == "coverage" and len(peeled.argv) > 1 and peeled.argv[1].text == "run":
+            peeled.argv = _coverage_target(peeled.argv[2:])
+        elif _PYTHON.fullmatch(name):
+            target = _python_target(peeled.argv[1:], text)
+            if isinstance(target, Opaque):
+                return target
+            peeled.argv = target
+        else:
+            return peeled
+    return None
+
+
+def _unwrap(peeled: _Peeled, name: str, text: str) -> Literal[True] | Opaque | None:
+    """Drop one wrapper or runner and its options from `peeled`; True to go on, else what classify returns."""
+    argv = peeled.argv
+    runner_verb = name in _RUNNERS and len(argv) > 1 and argv[1].text in ("run", "exec")
+    if name in _RUNNERS and not runner_verb and name not in ("hatch", "pipx"):
+        return None
+    if name == "hatch" and len(argv) > 1 and argv[1].text == "test":
+        return Opaque(text, "`hatch test` runs pytest with hatch's own settings")
+    argv = argv[2:] if runner_verb else argv[1:]
+    peeled.runner = f"{name} run" if runner_verb else peeled.runner
+    if name == "timeout":
+        argv = _skip_options(argv)[1:]
+    while argv and (argv[0].text.startswith("-") or (name == "env" and "=" in argv[0].text)):
+        option = argv.pop(0).text
+        if "=" in option and not option.startswith("-"):
+            key, _, value = option.partition("=")
+            peeled.env[key] = value
+        elif option == "--directory" and argv and peeled.cwd is not None:
+            peeled.cwd = normalize(argv[0].text, peeled.cwd)
+        if option in _VALUED and argv:
+            argv.pop(0)
+    peeled.argv = argv
+    return True
 
 
 def _skip_options(argv: list[Word]) -> list[Word]:

@@ -34,7 +34,7 @@ class Command:
     def decide(self, test: NodeId, root: Path) -> Decision:
         if self.run is None:
             return Decision("undecided", f"`{self.text}`: {self.why}")
-        decision = self.run.decide(test) if isinstance(self.run, PytestRun) else self.run.decide(test, root)
+        decision = self.run.decide(test, root)
         if decision.verdict == RUN and self.why:
             return Decision("undecided", self.why)
         return decision
@@ -58,6 +58,10 @@ class JobPlan:
         """Whether this job runs `test` on this repository's CI, naming the job in every reason."""
         decisions = [c.decide(test, root) for c in self.commands]
         if any(d.verdict == RUN for d in decisions):
+            trigger = self.job.trigger
+            if self.state != NEVER and trigger.filtered() and not trigger.fires_for(test.module):
+                events = ", ".join(e.describe() for e in trigger.events)
+                return Decision("dropped", f"{self.label} does not start for a change to {test.module} (on: {events})")
             if self.state == RUNS_HERE:
                 return RUNS
             return Decision("dropped" if self.state == NEVER else "undecided", f"{self.label} {self.why}")
@@ -82,6 +86,8 @@ def available(label_: str, ci: CIConfig) -> bool:
 def plan(job: Job, root: Path, ci: CIConfig, repository: str | None, noxfiles: dict[str, Noxfile | str]) -> JobPlan:
     """Reachability and test commands of `job`."""
     commands = tuple(_commands(job, root, noxfiles))
+    if job.trigger.guards is False:
+        return JobPlan(job, NEVER, job.trigger.why, commands)
     cond = job.condition
     if cond.value is False:
         if cond.repository:
@@ -102,6 +108,8 @@ def plan(job: Job, root: Path, ci: CIConfig, repository: str | None, noxfiles: d
             return JobPlan(job, NEVER, why, commands, unreachable=True)
     if cond.value is None:
         return JobPlan(job, MAYBE, f"may not run: {cond.why}", commands)
+    if job.trigger.guards is None:
+        return JobPlan(job, MAYBE, job.trigger.why, commands)
     if job.labels is None:
         return JobPlan(job, MAYBE, f"runner unknown: {job.labels_why}", commands)
     return JobPlan(job, RUNS_HERE, "", commands)

@@ -8,8 +8,8 @@ import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from promote.checks.ci import keywords as ci_keywords
-from promote.checks.ci.model import RUNS, Decision, NodeId, Word, normalize, under, words
+from promote.checks.ci import selectors
+from promote.checks.ci.model import RUN, RUNS, Decision, NodeId, Word, normalize, under, words
 from promote.core.pytest_ini import Ini, find_ini, read_ini
 
 SHORT_VALUE = set("kmpcnWor")
@@ -161,7 +161,7 @@ class PytestRun:
             runs_tests=not any(f in NO_RUN for f in scan.flags),
         )
 
-    def decide(self, test: NodeId) -> Decision:
+    def decide(self, test: NodeId, root: Path) -> Decision:
         """Whether this command runs `test`; the first filter that drops it, or why that is unknown."""
         if not self.runs_tests:
             return Decision("dropped", f"`{self.text}` only collects, it runs no test", scope=True)
@@ -177,16 +177,29 @@ class PytestRun:
         for prefix, shown in self.deselect:
             if test.raw.startswith(prefix):
                 return Decision("dropped", f"--deselect {shown}")
-        if self.keyword is not None:
-            try:
-                if not ci_keywords.matches(self.keyword, ci_keywords.names_of(test, self.rootdir)):
-                    return Decision("dropped", f'-k "{self.keyword}"')
-            except ci_keywords.Unsupported as e:
-                return Decision("undecided", str(e))
-        if self.unreadable:
-            return Decision("undecided", "; ".join(self.unreadable))
-        if self.markexpr is not None:
-            return Decision("undecided", f'-m "{self.markexpr}" (markers are not visible in test ids)')
+        selected = self._expressions(test, root)
+        if selected.verdict != RUN or self.unreadable:
+            return selected if selected.verdict != RUN else Decision("undecided", "; ".join(self.unreadable))
+        return RUNS
+
+    def _expressions(self, test: NodeId, root: Path) -> Decision:
+        """-k and -m, through pytest's own expression module; markers are read from the test's source."""
+        if self.keyword is None and self.markexpr is None:
+            return RUNS
+        markers = selectors.markers_of(test, root)
+        known = markers if not isinstance(markers, str) else frozenset()
+        try:
+            names = (*selectors.names_of(test, self.rootdir), *known)
+            if self.keyword is not None and not selectors.evaluate("-k", self.keyword, names, exact=False):
+                return Decision("dropped", f'-k "{self.keyword}"')
+            if self.markexpr is None:
+                return RUNS
+            if isinstance(markers, str):
+                return Decision("undecided", f'-m "{self.markexpr}": {markers}')
+            if not selectors.evaluate("-m", self.markexpr, markers, exact=True):
+                return Decision("dropped", f'-m "{self.markexpr}"')
+        except selectors.Unsupported as e:
+            return Decision("undecided", str(e))
         return RUNS
 
 

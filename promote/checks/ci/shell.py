@@ -47,7 +47,8 @@ class _Lexer:
         self.env = env
         self.heredocs: list[str] = []
 
-    def commands(self) -> Iterator[list[Word]]:
+    def commands(self) -> Iterator[list[Word] | str]:
+        """Simple commands as word lists, and "(" / ")" where a subshell opens and closes."""
         current: list[Word] = []
         skip_target = False
         while self.i < len(self.s):
@@ -71,6 +72,8 @@ class _Lexer:
                     if current:
                         yield current
                     current = []
+                    if op in ("(", ")"):
+                        yield op
                 else:
                     skip_target = True
                     if op.startswith("<<") and op != "<<<":
@@ -209,7 +212,19 @@ def invocations(
     """Every simple command `script` would run, following `cd`, variables and repository shell scripts."""
     env = dict(env)
     stack: list[str | None] = []
+    # `( ... )` runs in a subshell: its `cd`, variables and pushd stack are gone after `)`.
+    saved: list[tuple[str | None, Env, list[str | None]]] = []
     for argv in _Lexer(script, env).commands():
+        if argv == "(":
+            saved.append((cwd, dict(env), list(stack)))
+            continue
+        if argv == ")":
+            if saved:  # a `)` with no `(` closes a `case` pattern
+                cwd, restored, stack = saved.pop()
+                env.clear()
+                env.update(restored)
+            continue
+        assert not isinstance(argv, str)
         argv = _strip_reserved(argv)
         if not argv or argv[0].text in ("for", "case", "select", "function"):
             continue
@@ -221,21 +236,8 @@ def invocations(
             env.update(assigned)
             continue
         head = argv[0].text
-        if head in ("export", "declare", "local", "readonly"):
-            for w in argv[1:]:
-                if m := _ASSIGN.fullmatch(w.text):
-                    env[m.group(1)] = m.group(2) if w.known else None
-        elif head == "unset":
-            for w in argv[1:]:
-                env.pop(w.text, None)
-        elif head in ("cd", "pushd"):
-            if head == "pushd":
-                stack.append(cwd)
-            target = argv[1] if len(argv) > 1 else None
-            ok = target is not None and target.known and cwd is not None and target.text not in ("-", "~")
-            cwd = normalize(target.text, cwd) if ok and target is not None and cwd is not None else None
-        elif head == "popd":
-            cwd = stack.pop() if stack else None
+        if head in _BUILTINS:
+            cwd = _builtin(argv, env, cwd, stack)
         elif head in SHELLS and len(argv) > 2 and argv[1].text.startswith("-") and argv[1].text.endswith("c"):
             if argv[2].known:
                 inner = {**env, **dict(assigned)}
@@ -253,6 +255,30 @@ def invocations(
             yield from invocations(text, cwd=cwd, env=child, read_script=read_script, depth=depth + 1)
         else:
             yield Invocation(tuple(argv), cwd, tuple({**env, **dict(assigned)}.items()))
+
+
+_BUILTINS = ("export", "declare", "local", "readonly", "unset", "cd", "pushd", "popd")
+
+
+def _builtin(argv: list[Word], env: Env, cwd: str | None, stack: list[str | None]) -> str | None:
+    """Apply a builtin that changes the shell's variables or directory; the directory after it."""
+    head = argv[0].text
+    if head in ("export", "declare", "local", "readonly"):
+        for w in argv[1:]:
+            if m := _ASSIGN.fullmatch(w.text):
+                env[m.group(1)] = m.group(2) if w.known else None
+    elif head == "unset":
+        for w in argv[1:]:
+            env.pop(w.text, None)
+    elif head == "popd":
+        return stack.pop() if stack else None
+    elif head in ("cd", "pushd"):
+        if head == "pushd":
+            stack.append(cwd)
+        target = argv[1] if len(argv) > 1 else None
+        ok = target is not None and target.known and cwd is not None and target.text not in ("-", "~")
+        return normalize(target.text, cwd) if ok and target is not None and cwd is not None else None
+    return cwd
 
 
 def _script_path(argv: list[Word]) -> str | None:

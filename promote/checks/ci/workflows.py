@@ -10,10 +10,13 @@ from typing import Any
 
 import yaml
 
+from promote.checks.ci import schema
 from promote.checks.ci.expr import Truth, evaluate_if
 from promote.checks.ci.model import WORKSPACE, normalize
+from promote.checks.ci.triggers import Event, Trigger, read_on
 
 WORKFLOWS = ".github/workflows"
+ON_PUSH = Trigger((Event("push"),), True)
 MAX_COMBINATIONS = 256
 _MATRIX_REF = re.compile(r"\$\{\{\s*matrix((?:\.[\w-]+)+)\s*\}\}")
 _WORKSPACE_REF = re.compile(r"\$\{\{\s*github\.workspace\s*\}\}")
@@ -41,6 +44,7 @@ class Job:
     condition: Truth
     steps: tuple[Step, ...]
     calls: str = ""  # `uses:` of a reusable workflow in another repository
+    trigger: Trigger = ON_PUSH  # when the workflow starts
 
 
 @dataclass(frozen=True)
@@ -51,45 +55,83 @@ class Problem:
     message: str
 
 
-def read_workflows(root: Path, repository: str | None) -> tuple[list[Job], list[Problem]]:
+def read_workflows(root: Path, repository: str | None, trunk: str = "main") -> tuple[list[Job], list[Problem]]:
     """Every job of every workflow under .github/workflows; broken files become problems, not exceptions."""
     folder = root / WORKFLOWS
     files = sorted(p for p in folder.glob("*") if p.suffix in (".yml", ".yaml")) if folder.is_dir() else []
-    jobs: list[Job] = []
+    read: dict[str, dict[str, Any]] = {}
     problems: list[Problem] = []
     for path in files:
         source = f"{WORKFLOWS}/{path.name}"
-        try:
-            data = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
-            what = getattr(e, "problem", None) or str(e).splitlines()[0]
-            problems.append(Problem(source, f"{where}: not valid YAML: {what}"))
-            continue
-        except (OSError, UnicodeDecodeError) as e:
-            problems.append(Problem(source, f"{source}: cannot be read: {e}"))
-            continue
-        if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict):
-            problems.append(Problem(source, f"{source}: no `jobs:` mapping, so GitHub runs nothing from it"))
-            continue
+        data = _load(path, source, problems)
+        if data is not None:
+            read[source] = data
+    triggers = _triggers(read, trunk)
+    jobs: list[Job] = []
+    for source, data in read.items():
         for job_id, raw in data["jobs"].items():
-            if not isinstance(raw, dict):
-                problems.append(Problem(source, f"{source}: job `{job_id}` is not a mapping"))
-                continue
-            jobs.extend(_job(root, source, str(job_id), raw, data, repository, problems))
+            jobs.extend(_job(root, source, str(job_id), raw, data, repository, problems, triggers[source]))
     return jobs, problems
+
+
+def _load(path: Path, source: str, problems: list[Problem]) -> dict[str, Any] | None:
+    """The workflow as GitHub reads it, or None with the problem (bad YAML, a key the schema refuses) noted."""
+    try:
+        text = path.read_text()
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
+        what = getattr(e, "problem", None) or str(e).splitlines()[0]
+        problems.append(Problem(source, f"{where}: not valid YAML: {what}"))
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        problems.append(Problem(source, f"{source}: cannot be read: {e}"))
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict):
+        problems.append(Problem(source, f"{source}: no `jobs:` mapping, so GitHub runs nothing from it"))
+        return None
+    data = schema.workflow_data(data)
+    found = schema.problem(data, text, source)
+    if found is not None:
+        # GitHub refuses the whole file: none of its jobs runs, so none is read as running.
+        problems.append(Problem(source, f"{found}; GitHub refuses the workflow, so none of its jobs runs"))
+        return None
+    return data
+
+
+def _triggers(read: dict[str, dict[str, Any]], trunk: str) -> dict[str, Trigger]:
+    """Each workflow's Trigger; one that is only `workflow_call`ed takes the events of the workflows calling it."""
+    triggers = {source: read_on(data.get("on"), trunk) for source, data in read.items()}
+    for _ in range(4):  # reusable workflows call reusable workflows; GitHub allows four levels
+        changed = False
+        for source, data in read.items():
+            for raw in data["jobs"].values():
+                uses = raw.get("uses") if isinstance(raw, dict) else None
+                callee = normalize(uses.split("@")[0]) if isinstance(uses, str) and uses.startswith("./") else None
+                target = triggers.get(callee or "")
+                caller = triggers[source]
+                if target is None or not target.called or not caller.events:
+                    continue
+                events = tuple(dict.fromkeys((*target.events, *caller.events)))
+                if events != target.events:
+                    guards = True if any(e.name != "pull_request_target" for e in events) else caller.guards
+                    triggers[callee or ""] = Trigger(events, guards, caller.why, called=True)
+                    changed = True
+        if not changed:
+            break
+    return triggers
 
 
 def _job(
     root: Path, source: str, job_id: str, raw: dict[str, Any], workflow: dict[str, Any], repo: str | None,
-    problems: list[Problem],
+    problems: list[Problem], trigger: Trigger,
 ) -> list[Job]:  # fmt: skip
     condition = evaluate_if(raw.get("if"), repo)
     uses = raw.get("uses")
     if isinstance(uses, str):
         remote = "" if uses.startswith("./") else uses
-        return [Job(source, job_id, (), "", condition, (), remote)]
+        return [Job(source, job_id, (), "", condition, (), remote, trigger)]
     if "runs-on" not in raw:
         problems.append(Problem(source, f"{source}: job `{job_id}` has no `runs-on`"))
         return []
@@ -105,7 +147,7 @@ def _job(
             why = combos
         name = f"{job_id} ({', '.join(_text(v) for v in combo.values())})" if combo else job_id
         steps = _steps(root, raw.get("steps"), combo, env, defaults, repo)
-        out.append(Job(source, name, labels, why, condition, tuple(steps)))
+        out.append(Job(source, name, labels, why, condition, tuple(steps), trigger=trigger))
     return out
 
 

@@ -1,0 +1,252 @@
+"""The CI audit reads workflows as GitHub does: `on:` and its filters, subshells, the workflow schema, -k and -m."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from promote import config
+from promote.checks.ci import CIReport, audit_ci, survey_ci
+
+TESTS = {
+    "tests/test_core.py": "def test_a(): pass\ndef test_b(): pass\n",
+    "packages/x/tests/test_x.py": "def test_x(): pass\n",
+}
+INVENTORY = ["tests/test_core.py::test_a", "tests/test_core.py::test_b", "packages/x/tests/test_x.py::test_x"]
+JOB = """\
+jobs:
+  tests:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: python -m pytest -q
+"""
+
+
+def survey(
+    root: Path, workflows: dict[str, str], files: dict[str, str] | None = None, inventory: list[str] = INVENTORY
+) -> CIReport:
+    """Survey a checkout holding TESTS, `files` and the given workflow files (name -> text)."""
+    all_files = {**TESTS, **(files or {}), **{f".github/workflows/{k}": v for k, v in workflows.items()}}
+    for name, text in all_files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (root / "promote.toml").write_text('[promote]\ntrunk = "main"\n[promote.ci]\nrunners = ["ubuntu-latest"]\n')
+    return survey_ci(root, config.load(root / "promote.toml"), inventory)
+
+
+def checks(report: CIReport) -> list[tuple[str, str, str]]:
+    return [(f.check, f.subject, f.message) for f in report.findings]
+
+
+def test_a_workflow_run_only_by_hand_tests_no_push(tmp_path: Path) -> None:
+    report = survey(tmp_path, {"manual.yml": "on: workflow_dispatch\n" + JOB})
+
+    assert report.run == 0
+    assert {n.why for n in report.not_run} == {
+        "job `tests` of .github/workflows/manual.yml never starts for a change to main (on: workflow_dispatch)"
+    }
+    assert [f.check for f in report.findings] == ["ci-filtered"]
+    assert report.findings[0].subject == ".github/workflows/manual.yml: job tests"
+
+
+def test_a_schedule_runs_after_the_merge_not_before_it(tmp_path: Path) -> None:
+    report = survey(tmp_path, {"nightly.yml": "on:\n  schedule:\n    - cron: '0 3 * * *'\n" + JOB})
+
+    assert report.run == 0
+    assert "(on: schedule)" in report.not_run[0].why
+
+
+def test_push_to_trunk_and_pull_requests_into_it_are_guarded(tmp_path: Path) -> None:
+    on = "on:\n  push:\n    branches: [main, 'release/**']\n  pull_request:\n    branches: [main]\n"
+    report = survey(tmp_path, {"ci.yml": on + JOB})
+
+    assert (report.run, report.not_run, report.findings) == (3, (), ())
+
+
+def test_branch_filters_that_leave_out_trunk(tmp_path: Path) -> None:
+    on = (
+        "on:\n  push:\n    branches: ['release/*']\n  pull_request:\n    branches-ignore: [main]\n"
+        "  merge_group:\n    branches: ['!main', 'dev']\n"
+    )
+    report = survey(tmp_path, {"ci.yml": on + JOB})
+
+    assert report.run == 0
+    assert report.not_run[0].why == (
+        "job `tests` of .github/workflows/ci.yml never starts for a change to main (on: push, pull_request, "
+        "merge_group; push: branches release/*; pull_request: branches-ignore main; merge_group: branches !main, dev)"
+    )
+
+
+def test_a_negated_branch_pattern_takes_trunk_back_in_order(tmp_path: Path) -> None:
+    on = "on:\n  push:\n    branches: ['**', '!main']\n"
+    report = survey(tmp_path, {"ci.yml": on + JOB})
+    assert report.run == 0
+
+    report = survey(tmp_path, {"ci.yml": "on:\n  push:\n    branches: ['!main', 'ma*']\n" + JOB})
+    assert report.run == 3
+
+
+def test_a_push_filtered_to_tags_tests_no_branch(tmp_path: Path) -> None:
+    report = survey(tmp_path, {"release.yml": "on:\n  push:\n    tags: ['v*']\n" + JOB})
+
+    assert report.run == 0
+    assert "push: only tags" in report.not_run[0].why
+
+
+def test_a_merge_queue_guards_trunk(tmp_path: Path) -> None:
+    report = survey(tmp_path, {"queue.yml": "on: merge_group\n" + JOB})
+
+    assert (report.run, report.findings) == (3, ())
+
+
+def test_paths_filters_are_read_for_each_test_file(tmp_path: Path) -> None:
+    on = "on:\n  push:\n    branches: [main]\n    paths: ['packages/**']\n"
+    report = survey(tmp_path, {"ci.yml": on + JOB})
+
+    assert report.run == 1
+    assert [n.test for n in report.not_run] == ["tests/test_core.py::test_a", "tests/test_core.py::test_b"]
+    assert report.not_run[0].why == (
+        "job `tests` of .github/workflows/ci.yml does not start for a change to tests/test_core.py "
+        "(on: push (paths: packages/**))"
+    )
+
+
+def test_paths_ignore_and_an_unfiltered_event_beside_it(tmp_path: Path) -> None:
+    ignored = "on:\n  pull_request:\n    paths-ignore: ['tests/**']\n"
+    assert survey(tmp_path, {"ci.yml": ignored + JOB}).run == 1
+
+    both = "on:\n  pull_request:\n    paths-ignore: ['tests/**']\n  push:\n"
+    assert survey(tmp_path, {"ci.yml": both + JOB}).run == 3
+
+
+def test_a_reusable_workflow_guards_trunk_through_its_caller(tmp_path: Path) -> None:
+    caller = "on: [push]\njobs:\n  call:\n    uses: ./.github/workflows/reusable.yml\n"
+    report = survey(tmp_path, {"reusable.yml": "on: workflow_call\n" + JOB, "ci.yml": caller})
+
+    assert (report.run, report.findings) == (3, ())
+
+
+def test_a_reusable_workflow_nobody_calls_guards_nothing(tmp_path: Path) -> None:
+    report = survey(tmp_path, {"reusable.yml": "on: workflow_call\n" + JOB})
+
+    assert report.run == 0
+    assert "(on: workflow_call)" in report.not_run[0].why
+
+
+def test_pull_request_target_is_undecided_not_guessed(tmp_path: Path) -> None:
+    report = survey(tmp_path, {"ci.yml": "on: pull_request_target\n" + JOB})
+
+    assert report.run == 0 and report.not_run == ()
+    assert "pull_request_target" in report.undecided[0][1]
+
+
+def test_a_cd_inside_a_subshell_does_not_leak(tmp_path: Path) -> None:
+    job = JOB.replace(
+        "      - run: python -m pytest -q\n",
+        "      - run: |\n          (cd packages/x && python -m pytest -q)\n          python -m pytest -q\n",
+    )
+    report = survey(tmp_path, {"ci.yml": "on: push\n" + job})
+
+    assert (report.run, report.findings) == (3, ())
+    assert report.jobs[0].commands == ("python -m pytest -q", "python -m pytest -q")
+
+
+def test_a_cd_outside_a_subshell_still_carries_on(tmp_path: Path) -> None:
+    job = JOB.replace("      - run: python -m pytest -q\n", "      - run: cd packages/x && python -m pytest -q\n")
+    report = survey(tmp_path, {"ci.yml": "on: push\n" + job})
+
+    assert report.run == 1
+    assert [f.check for f in report.findings] == ["ci-filtered"]
+
+
+def test_a_typo_in_a_job_key_is_an_invalid_workflow_with_its_line(tmp_path: Path) -> None:
+    report = survey(tmp_path, {"ci.yml": "on: push\n" + JOB.replace("steps:", "stepz:")})
+
+    assert report.jobs == ()
+    assert checks(report)[0] == (
+        "ci-workflow-invalid",
+        ".github/workflows/ci.yml",
+        ".github/workflows/ci.yml:5: at `jobs.tests`: `stepz` is not a key GitHub accepts here; "
+        "GitHub refuses the workflow, so none of its jobs runs",
+    )
+    outcome = audit_ci(tmp_path, config.load(tmp_path / "promote.toml"), INVENTORY)
+    assert outcome.status == "fail"
+    assert "1 workflow file(s) GitHub would refuse" in outcome.reason
+
+
+def test_a_workflow_without_on_and_a_value_of_the_wrong_type(tmp_path: Path) -> None:
+    report = survey(
+        tmp_path,
+        {"a.yml": JOB, "b.yml": "on: push\n" + JOB.replace("    steps:", "    timeout-minutes: soon\n    steps:")},
+    )
+
+    messages = sorted(m.split(";")[0] for m in report.problems)
+    assert messages == [
+        ".github/workflows/a.yml:1: 'on' is a required property",
+        ".github/workflows/b.yml:5: at `jobs.tests.timeout-minutes`: 'soon' is not of type 'number'",
+    ]
+
+
+MARKED = """\
+import pytest
+
+@pytest.mark.slow
+def test_a(): pass
+
+class TestB:
+    pytestmark = [pytest.mark.gpu]
+
+    def test_b(self): pass
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_c(n): pass
+"""
+MARKED_IDS = [
+    "tests/test_core.py::test_a",
+    "tests/test_core.py::TestB::test_b",
+    "tests/test_core.py::test_c[1]",
+    "tests/test_core.py::test_c[2]",
+]
+
+
+def test_marker_expressions_read_the_markers_in_the_source(tmp_path: Path) -> None:
+    job = JOB.replace("python -m pytest -q", "python -m pytest -q tests -m 'not slow and not gpu'")
+    report = survey(tmp_path, {"ci.yml": "on: push\n" + job}, {"tests/test_core.py": MARKED}, MARKED_IDS)
+
+    assert report.run == 2  # test_c, both cases: `parametrize` is a marker, but neither slow nor gpu
+    assert {n.test: n.why for n in report.not_run} == {
+        "tests/test_core.py::test_a": '-m "not slow and not gpu" in job `tests` of .github/workflows/ci.yml',
+        "tests/test_core.py::TestB::test_b": '-m "not slow and not gpu" in job `tests` of .github/workflows/ci.yml',
+    }
+
+
+def test_keyword_expressions_match_names_and_marker_names_as_pytest_does(tmp_path: Path) -> None:
+    job = JOB.replace("python -m pytest -q", "python -m pytest -q tests -k 'TestB or slow'")
+    report = survey(tmp_path, {"ci.yml": "on: push\n" + job}, {"tests/test_core.py": MARKED}, MARKED_IDS)
+
+    assert report.run == 2
+    assert sorted(n.test for n in report.not_run) == ["tests/test_core.py::test_c[1]", "tests/test_core.py::test_c[2]"]
+
+
+def test_markers_added_while_collecting_leave_m_undecided(tmp_path: Path) -> None:
+    conftest = "def pytest_collection_modifyitems(items):\n    for i in items:\n        i.add_marker('slow')\n"
+    job = JOB.replace("python -m pytest -q", "python -m pytest -q tests -m 'not slow'")
+    files = {"tests/test_core.py": MARKED, "tests/conftest.py": conftest}
+    report = survey(tmp_path, {"ci.yml": "on: push\n" + job}, files, MARKED_IDS)
+
+    assert (report.run, report.not_run) == (0, ())
+    assert {why for _, why in report.undecided} == {
+        '-m "not slow": a conftest.py adds markers while collecting in job `tests` of .github/workflows/ci.yml'
+    }
+
+
+def test_marker_arguments_and_broken_expressions_are_undecided(tmp_path: Path) -> None:
+    job = JOB.replace("python -m pytest -q", "python -m pytest -q tests -m 'slow(reason=1)'")
+    job += "      - run: python -m pytest -q packages -k 'x and'\n"
+    report = survey(tmp_path, {"ci.yml": "on: push\n" + job}, {"tests/test_core.py": MARKED}, MARKED_IDS)
+
+    whys = {why.split(" in job")[0] for _, why in report.undecided}
+    assert whys == {'-m "slow(reason=1)" compares marker arguments, which the audit does not read'}
+    report = survey(tmp_path, {"ci.yml": "on: push\n" + JOB.replace("-q", "-q -k 'x and'")})
+    assert report.undecided[0][1].startswith('-k "x and" is not an expression pytest accepts')
