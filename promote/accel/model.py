@@ -1,0 +1,186 @@
+"""What `promote accel` found for one accelerated path: the switch both ways, parity, the A/B, the stations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from promote.core.findings import Finding
+from promote.core.stats import MedianInterval
+
+
+@dataclass(frozen=True)
+class ParityResult:
+    """Two outputs compared: the verdict, how far apart, and where they first differ."""
+
+    verdict: str  # identical, within-tolerance, differs, or error (could not be decided)
+    total: int = 0
+    mismatched: int = 0
+    max_abs_diff: float = 0.0
+    max_ulp: int = 0
+    first_mismatch: str | None = None
+    tokens: bool = False
+    tokens_flipped: int | None = None
+    error: str | None = None  # one line naming the command, when the verdict is error
+    atol: float = 0.0
+    rtol: float = 0.0
+
+    @property
+    def proven(self) -> bool:
+        return self.verdict in ("identical", "within-tolerance")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict, "max_abs_diff": self.max_abs_diff, "max_ulp": self.max_ulp,
+            "mismatched": self.mismatched, "total": self.total, "first_mismatch": self.first_mismatch,
+            "tokens": self.tokens, "tokens_flipped": self.tokens_flipped, "atol": self.atol, "rtol": self.rtol,
+            "error": self.error,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Run:
+    """One timed run of one arm."""
+
+    wall_s: float
+    cpu_s: float
+    load_before: float | None
+    load_after: float | None
+    running: float | None  # mean tasks runnable on the machine while it ran (Linux), None elsewhere
+
+
+@dataclass(frozen=True)
+class ArmStats:
+    """One arm over every round: median wall and CPU time, and the load it ran under."""
+
+    median_s: float
+    cpu_s: float
+    load: float | None  # mean 1-minute load average, before and after each run
+    running: float | None
+    runs: tuple[Run, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "median_s": round(self.median_s, 6), "cpu_s": round(self.cpu_s, 6),
+            "load": None if self.load is None else round(self.load, 2),
+            "running": None if self.running is None else round(self.running, 2),
+            "rounds": [
+                {"wall_s": round(r.wall_s, 6), "cpu_s": round(r.cpu_s, 6), "load_before": r.load_before,
+                 "load_after": r.load_after, "running": None if r.running is None else round(r.running, 2)}
+                for r in self.runs
+            ],
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """The interleaved A/B: per-round speedup's median, its interval, the verdict, the order and both arms."""
+
+    rounds: int
+    speedup: float | None = None
+    interval: MedianInterval | None = None
+    target: float | None = None
+    verdict: str = "error"  # met, missed, undecided, measured (no target) or error
+    order: tuple[str, ...] = ()  # the arm that went first, per round
+    arms: dict[str, ArmStats] = field(default_factory=dict)
+    imbalance: str | None = None  # the arms ran under different load: the machine was not the same
+    baseline_ref: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        iv = self.interval
+        return {
+            "rounds": self.rounds,
+            "speedup": None if self.speedup is None else round(self.speedup, 4),
+            "interval": None if iv is None else [round(iv.low, 4), round(iv.high, 4)],
+            "coverage": None if iv is None else round(iv.coverage, 4),
+            "target": self.target,
+            "verdict": self.verdict,
+            "order": list(self.order),
+            "arms": {k: a.to_json() for k, a in self.arms.items()},
+            "load_imbalance": self.imbalance,
+            "baseline_ref": self.baseline_ref,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class SwitchRun:
+    """The package's tests with the switch one way: counts from what ran, and each test's outcome."""
+
+    value: str
+    counts: dict[str, int]
+    outcomes: dict[str, str]
+    run_id: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"value": self.value, **self.counts, "run": self.run_id}
+
+
+@dataclass(frozen=True)
+class SwitchResult:
+    env: str
+    off: SwitchRun
+    on: SwitchRun
+
+    @property
+    def holds(self) -> bool:
+        return self.off.outcomes.keys() == self.on.outcomes.keys() and not broken(self)
+
+    def to_json(self) -> dict[str, object]:
+        return {"env": self.env, "off": self.off.to_json(), "on": self.on.to_json()}
+
+
+def broken(switch: SwitchResult) -> list[tuple[str, str]]:
+    """(test, which way it fails) for every test that passes one way and fails the other."""
+    bad = ("failed", "error")
+    out = []
+    for test, off in switch.off.outcomes.items():
+        on = switch.on.outcomes.get(test)
+        if off in bad and on == "passed":
+            out.append((test, "off"))
+        elif on in bad and off == "passed":
+            out.append((test, "on"))
+    return out
+
+
+@dataclass(frozen=True)
+class StationBuild:
+    """A station that ran the path, its OS build, and whether the path was validated on it."""
+
+    name: str
+    os_build: str | None
+    validated: bool | None  # None: no builds listed, nothing to check
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "os": self.os_build, "validated": self.validated}
+
+
+@dataclass(frozen=True)
+class AccelResult:
+    """Everything one accelerated path earned, and what it did not."""
+
+    name: str
+    env: str
+    package: str | None
+    switch: SwitchResult | None
+    switch_error: str | None
+    parity: ParityResult | None
+    bench: BenchResult | None
+    stations: tuple[StationBuild, ...]
+    findings: tuple[Finding, ...]
+    off: str = "0"  # the switch's values, for the page's wording
+    on: str = "1"
+
+    def to_json(self) -> dict[str, object]:
+        switch: dict[str, object] = {"env": self.env, "off": None, "on": None, "error": self.switch_error}
+        if self.switch is not None:
+            switch.update(self.switch.to_json())
+        return {
+            "name": self.name,
+            "package": self.package,
+            "switch": switch,
+            "parity": None if self.parity is None else self.parity.to_json(),
+            "bench": None if self.bench is None else self.bench.to_json(),
+            "stations": [s.to_json() for s in self.stations],
+            "findings": [f.to_json() for f in self.findings],
+        }

@@ -1,0 +1,201 @@
+"""Run every configured acceleration (or one): the switch both ways, parity, the A/B, the validated builds."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from promote.accel import bench as bench_mod
+from promote.accel import switch as switch_mod
+from promote.accel.commands import CommandError
+from promote.accel.model import AccelResult, BenchResult, ParityResult, StationBuild, SwitchResult, broken
+from promote.accel.parity import check_parity
+from promote.config.model import AccelerationConfig, Config
+from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
+from promote.core.findings import Finding
+from promote.runners.package import ProgressCallback
+from promote.runners.run import RunResult
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class AccelReport:
+    """Every acceleration's result, and the verdict `promote accel` exits with."""
+
+    results: tuple[AccelResult, ...]
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(f for r in self.results for f in r.findings)
+
+    @property
+    def verdict(self) -> str:
+        """broken (a switch or parity fails), undecided (something could not be decided) or holds."""
+        if any(f.severity == "error" for f in self.findings):
+            return "broken"
+        for r in self.results:
+            if r.switch_error or (r.parity and r.parity.verdict == "error"):
+                return "undecided"
+            if r.bench and r.bench.verdict in ("undecided", "error"):
+                return "undecided"
+        return "holds"
+
+    @property
+    def exit_code(self) -> int:
+        return {"holds": EXIT_OK, "broken": EXIT_BLOCKED, "undecided": EXIT_UNDECIDED}[self.verdict]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict,
+            "accelerations": [r.to_json() for r in self.results],
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def select(config: Config, name: str | None) -> tuple[AccelerationConfig, ...]:
+    if not config.accelerations:
+        raise UsageError(f"{config.path}: no [[{config.prefix}.accelerations]] configured")
+    chosen = tuple(a for a in config.accelerations if name is None or a.name == name)
+    if not chosen:
+        known = ", ".join(a.name for a in config.accelerations)
+        raise UsageError(f"{name!r}: no such acceleration in {config.path} (accelerations: {known})")
+    return chosen
+
+
+def run_accelerations(
+    config: Config, name: str | None = None, *, bench: bool = True, rounds: int | None = None,
+    on_progress: ProgressCallback | None = None, say: Say | None = None,
+) -> AccelReport:  # fmt: skip
+    """Each selected acceleration in turn; a step that cannot run says so and the others still run."""
+    if rounds is not None and rounds < 5:
+        raise UsageError(f"--rounds {rounds}: fewer than 5 rounds cannot decide a median (5 give [min, max])")
+    return AccelReport(
+        tuple(
+            run_one(config, a, bench=bench, rounds=rounds, on_progress=on_progress, say=say)
+            for a in select(config, name)
+        )
+    )
+
+
+def run_one(
+    config: Config, accel: AccelerationConfig, *, bench: bool = True, rounds: int | None = None,
+    baseline_ref: str | None = None, on_progress: ProgressCallback | None = None, say: Say | None = None,
+) -> AccelResult:  # fmt: skip
+    switch, switch_error = None, None
+    runs: tuple[RunResult, ...] = ()
+    if accel.package is not None:
+        try:
+            switch, runs = switch_mod.kill_switch(config, accel, on_progress)
+        except CommandError as e:
+            switch_error = str(e)
+    parity = check_parity(config, accel, accel.parity) if accel.parity is not None else None
+    timed = None
+    if bench and accel.bench is not None:
+        timed = run_bench(config, accel, rounds=rounds, baseline_ref=baseline_ref, say=say)
+    here = parity is not None or timed is not None
+    stations = switch_mod.stations(accel, runs, here=here)
+    findings = judge(accel, switch, parity, timed, stations)
+    return AccelResult(accel.name, accel.switch.env, accel.package, switch, switch_error, parity, timed, stations,
+                       findings, accel.switch.off, accel.switch.on)  # fmt: skip
+
+
+def switch_runs(result: AccelResult) -> tuple[str, ...]:
+    return () if result.switch is None else (result.switch.off.run_id, result.switch.on.run_id)
+
+
+def run_bench(
+    config: Config, accel: AccelerationConfig, *, rounds: int | None = None, baseline_ref: str | None = None,
+    say: Say | None = None,
+) -> BenchResult:  # fmt: skip
+    assert accel.bench is not None
+    spec = accel.bench if rounds is None else replace(accel.bench, rounds=rounds)
+    try:
+        with worktree(config.root, baseline_ref) as tree:
+            base, cand = bench_mod.arms(config, accel, spec, tree)
+            return replace(bench_mod.interleave(base, cand, spec, say), baseline_ref=baseline_ref)
+    except CommandError as e:
+        return bench_mod.failed(spec, e, baseline_ref)
+
+
+@contextmanager
+def worktree(root: Path, ref: str | None) -> Iterator[Path | None]:
+    """A detached git worktree of `ref` for the baseline (removed afterwards), or None without a ref."""
+    if ref is None:
+        yield None
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="promote-baseline-"))
+    tree = tmp / "tree"
+    done = subprocess.run(
+        ["git", "worktree", "add", "--detach", "--quiet", str(tree), ref], cwd=root, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        lines = done.stderr.strip().splitlines() or ["git worktree add failed"]
+        raise UsageError(f"--baseline-ref {ref}: {lines[-1]}")
+    try:
+        yield tree
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=root, capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def judge(
+    accel: AccelerationConfig, switch: SwitchResult | None, parity: ParityResult | None, timed: BenchResult | None,
+    stations: tuple[StationBuild, ...],
+) -> tuple[Finding, ...]:  # fmt: skip
+    """The findings: a broken switch or path names the test; parity differs; speed before parity; OS builds."""
+    out = []
+    env, sw = accel.switch.env, accel.switch
+    if switch is not None:
+        for test, way in broken(switch):
+            if way == "off":
+                msg = f"{accel.name}: passes with {env}={sw.on} but fails with the path switched off ({env}={sw.off})"
+                out.append(Finding("kill-switch-broken", "error", test, msg, f"{env}={sw.off}"))
+            else:
+                msg = f"{accel.name}: passes with {env}={sw.off} but fails with the path on ({env}={sw.on})"
+                out.append(Finding("acceleration-broken", "error", test, msg, f"{env}={sw.on}"))
+    if parity is not None and parity.verdict == "differs":
+        where = f", first at {parity.first_mismatch}" if parity.first_mismatch else ""
+        msg = (
+            f"{accel.name}: outputs differ with {env}={sw.on} and ={sw.off}: {parity.mismatched:,} of "
+            f"{parity.total:,} values, max abs diff {parity.max_abs_diff:g}, max {parity.max_ulp} ULP{where}"
+        )
+        out.append(Finding("parity-differs", "error", accel.name, msg))
+    if accel.bench is not None and (parity is None or not parity.proven):
+        why = "no parity command is configured" if parity is None else f"parity is {parity.verdict}"
+        msg = f"{accel.name}: a speed target is claimed but numeric parity is not proven ({why}): speed before parity"
+        out.append(Finding("parity-missing", "warning", accel.name, msg))
+    if timed is not None and timed.verdict == "missed" and timed.interval is not None:
+        iv = timed.interval
+        figure = f"{timed.speedup:.2f}x ({iv.low:.2f}-{iv.high:.2f})"
+        msg = f"{accel.name}: speedup {figure} is below the target {timed.target:g}x"
+        out.append(Finding("speed-target-missed", "warning", accel.name, msg))
+    for s in stations:
+        if s.validated is False:
+            build = s.os_build or "an unknown OS build"
+            listed = ", ".join(accel.validated_on)
+            msg = f"{accel.name}: ran on {build}, which is not among the builds it was validated on ({listed})"
+            out.append(Finding("os-unvalidated", "warning", s.name, msg))
+    return tuple(out)
+
+
+def bench_only(
+    config: Config, name: str, *, baseline_ref: str | None = None, rounds: int | None = None, say: Say | None = None
+) -> AccelResult:
+    """`promote bench NAME`: the A/B alone, maybe against another revision's baseline."""
+    [accel] = select(config, name)
+    if accel.bench is None:
+        raise UsageError(f"{name}: no bench configured for it in {config.path}")
+    if rounds is not None and rounds < 5:
+        raise UsageError(f"--rounds {rounds}: fewer than 5 rounds cannot decide a median (5 give [min, max])")
+    timed = run_bench(config, accel, rounds=rounds, baseline_ref=baseline_ref, say=say)
+    stations = switch_mod.stations(accel, (), here=True)
+    findings = tuple(f for f in judge(accel, None, None, timed, stations) if f.check != "parity-missing")
+    return AccelResult(accel.name, accel.switch.env, accel.package, None, None, None, timed, stations, findings,
+                       accel.switch.off, accel.switch.on)  # fmt: skip

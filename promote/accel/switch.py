@@ -1,0 +1,67 @@
+"""The kill switch, both ways: the package's tests through promote's own runner, with the switch off and on."""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+
+from promote.accel.model import StationBuild, SwitchResult, SwitchRun
+from promote.config.model import AccelerationConfig, Config
+from promote.runners.package import ProgressCallback
+from promote.runners.remote.run import ran_on
+from promote.runners.run import RunResult, run_tests
+
+
+def with_switch(config: Config, accel: AccelerationConfig, value: str) -> Config:
+    """`config` with the path's package setting the switch to `value` (after its own env, so it wins)."""
+    env = accel.switch.env
+    packages = tuple(
+        dataclasses.replace(p, env=(*(kv for kv in p.env if kv[0] != env), (env, value)))
+        if p.name == accel.package
+        else p
+        for p in config.packages
+    )
+    return dataclasses.replace(config, packages=packages)
+
+
+def run_way(
+    config: Config, accel: AccelerationConfig, value: str, on_progress: ProgressCallback | None
+) -> tuple[SwitchRun, RunResult]:
+    assert accel.package is not None
+    result = run_tests(with_switch(config, accel, value), package=accel.package, on_progress=on_progress)
+    [pkg] = result.packages
+    counts = {
+        "passed": pkg.passed, "failed": pkg.failed, "errors": pkg.errors, "skipped": pkg.skipped,
+        "blocked": pkg.blocked, "crashed": pkg.crashed,
+    }  # fmt: skip
+    outcomes = {t.nodeid: t.outcome for t in pkg.tests if t.parent is None}
+    outcomes.update({t: "error" for t in pkg.crashed_tests})
+    return SwitchRun(value, counts, outcomes, result.run_id), result
+
+
+def kill_switch(
+    config: Config, accel: AccelerationConfig, on_progress: ProgressCallback | None = None
+) -> tuple[SwitchResult, tuple[RunResult, ...]]:
+    """Run the package's tests with the switch off, then on (each a stored run of its own)."""
+    off, run_off = run_way(config, accel, accel.switch.off, on_progress)
+    on, run_on = run_way(config, accel, accel.switch.on, on_progress)
+    return SwitchResult(accel.switch.env, off, on), (run_off, run_on)
+
+
+def stations(accel: AccelerationConfig, runs: tuple[RunResult, ...], *, here: bool) -> tuple[StationBuild, ...]:
+    """Each station that ran the path's tests with its OS build, and this one when parity or the bench ran here."""
+    seen: dict[str, str | None] = {}
+    for run in runs:
+        for p in run.packages:
+            there = ran_on(p)
+            if there is not None:
+                seen[there.name] = there.os_build
+            elif run.stations is not None:
+                seen[run.stations.local.name] = run.stations.local.os_build
+    local = next((r.stations.local.name for r in runs if r.stations is not None), "local")
+    if here and local not in seen:
+        seen[local] = f"{platform.system()} {platform.release()}"
+    listed = set(accel.validated_on)
+    return tuple(
+        StationBuild(name, build, (build in listed) if listed else None) for name, build in sorted(seen.items())
+    )

@@ -1,0 +1,31 @@
+"""The terminal text of `promote accel` and `promote bench`."""
+
+from __future__ import annotations
+
+from promote.accel.rows import rows
+from promote.accel.run import AccelReport
+from promote.cli.render import findings_lines
+
+VERDICTS = {
+    "holds": "every accelerated path holds",
+    "broken": "BROKEN: a kill switch or parity fails",
+    "undecided": "UNDECIDED: some evidence could not be decided",
+}
+
+
+def accel_report(report: AccelReport) -> str:
+    lines = []
+    for r in report.results:
+        lines.append(f"{r.name}" + (f" ({r.package})" if r.package else ""))
+        table = rows(r)
+        width = max((len(m) for m, _ in table), default=0)
+        lines += [f"  {m.ljust(width)}  {v}" for m, v in table]
+        if r.bench is not None and r.bench.order:
+            first = " ".join("B" if o == "baseline" else "C" for o in r.bench.order)
+            lines.append(f"  {'Went first'.ljust(width)}  {first} (B baseline, C candidate)")
+    if report.findings:
+        lines.append("")
+        lines += findings_lines(report.findings)
+    lines.append("")
+    lines.append(VERDICTS[report.verdict])
+    return "\n".join(lines)

@@ -1,0 +1,127 @@
+"""Validate `[[promote.accelerations]]`: each accelerated path's kill switch, parity command, bench and OS builds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from promote.config.model import AccelerationConfig, BenchConfig, ParityConfig, SwitchConfig
+
+if TYPE_CHECKING:
+    from promote.config.parse import Parser
+
+MIN_ROUNDS = 5  # fewer leave a median interval too wide to decide anything (see promote.core.stats)
+
+
+def _is_str(v: object) -> bool:
+    return isinstance(v, str) and bool(v.strip())
+
+
+def _is_str_list(v: object) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _number(low: float, high: float, *, open_low: bool = False) -> Callable[[object], bool]:
+    def check(v: object) -> bool:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return False
+        return (low < v if open_low else low <= v) and v <= high
+
+    return check
+
+
+def _int_in(low: int, high: int) -> Callable[[object], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+
+
+def accelerations(p: Parser, raw: object, packages: set[str]) -> tuple[AccelerationConfig, ...]:
+    """Every `[[PREFIX.accelerations]]` table, validated; names are unique, packages exist."""
+    key = f"{p.prefix}.accelerations"
+    if not isinstance(raw, list):
+        raise p.fail(key, "an array of tables ([[promote.accelerations]])", raw)
+    seen: set[str] = set()
+    out = []
+    for i, item in enumerate(raw):
+        where = f"{key}[{i}]"
+        tbl = p.table(item, where, {"name", "package", "switch", "parity", "bench", "validated_on"})
+        name = p.required(tbl, "name", where, "a name for the accelerated path")
+        if name in seen:
+            raise p.fail(f"{where}.name", "a name no other acceleration has", name)
+        seen.add(name)
+        package = p.get(tbl, "package", where, _is_str, "a package name", None)
+        if package is not None and package not in packages:
+            known = ", ".join(sorted(packages)) or "none defined"
+            raise p.fail(f"{where}.package", f"a package under [[{p.prefix}.packages]] ({known})", package)
+        if "switch" not in tbl:
+            raise p.fail(f"{where}.switch", "a table { env, on, off } (this key is required)", show_got=False)
+        out.append(
+            AccelerationConfig(
+                name=name,
+                switch=_switch(p, tbl["switch"], f"{where}.switch"),
+                package=package,
+                parity=_parity(p, tbl["parity"], f"{where}.parity") if "parity" in tbl else None,
+                bench=_bench(p, tbl["bench"], f"{where}.bench") if "bench" in tbl else None,
+                validated_on=tuple(p.get(tbl, "validated_on", where, _is_str_list, "a list of OS builds", [])),
+            )
+        )
+    return tuple(out)
+
+
+def _switch(p: Parser, raw: object, where: str) -> SwitchConfig:
+    tbl = p.table(raw, where, {"env", "on", "off"})
+    env = p.required(tbl, "env", where, "an environment variable name")
+    if "=" in env or any(c.isspace() for c in env):
+        raise p.fail(f"{where}.env", "an environment variable name", env)
+    on = p.get(tbl, "on", where, lambda v: isinstance(v, str), "a string", "1")
+    off = p.get(tbl, "off", where, lambda v: isinstance(v, str), "a string", "0")
+    if on == off:
+        raise p.fail(f"{where}.off", "a value other than `on`", off)
+    return SwitchConfig(env, on, off)
+
+
+def _command(p: Parser, tbl: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None:
+    return p.command(tbl, key, where)
+
+
+def _parity(p: Parser, raw: object, where: str) -> ParityConfig:
+    tbl = p.table(raw, where, {"command", "atol", "rtol", "timeout_s"})
+    command = _command(p, tbl, "command", where)
+    if command is None:
+        raise p.fail(f"{where}.command", "a command writing its output to {out} (this key is required)", show_got=False)
+    if not any("{out}" in arg for arg in command):
+        raise p.fail(f"{where}.command", "a command with {out} where its output goes", list(command))
+    tolerance = _number(0.0, 1e308)
+    return ParityConfig(
+        command=command,
+        atol=float(p.get(tbl, "atol", where, tolerance, "a number >= 0", 0.0)),
+        rtol=float(p.get(tbl, "rtol", where, tolerance, "a number >= 0", 0.0)),
+        timeout_s=p.get(tbl, "timeout_s", where, _number(0.0, 86400.0, open_low=True), "seconds > 0", None),
+    )
+
+
+def _bench(p: Parser, raw: object, where: str) -> BenchConfig:
+    tbl = p.table(
+        raw, where, {"command", "baseline", "candidate", "rounds", "target", "warmup", "load_margin", "timeout_s"}
+    )
+    command = _command(p, tbl, "command", where)
+    baseline = _command(p, tbl, "baseline", where)
+    candidate = _command(p, tbl, "candidate", where)
+    if command is not None and (baseline is not None or candidate is not None):
+        raise p.fail(f"{where}.command", "either command or baseline and candidate, not both", show_got=False)
+    if command is None and (baseline is None or candidate is None):
+        expected = "command (run with the switch off and on), or both baseline and candidate"
+        raise p.fail(f"{where}.command", expected, show_got=False)
+    rounds = p.get(tbl, "rounds", where, lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer", 9)
+    if not MIN_ROUNDS <= rounds <= 1000:
+        expected = f"an integer from {MIN_ROUNDS} to 1000 (fewer than {MIN_ROUNDS} rounds cannot decide a median)"
+        raise p.fail(f"{where}.rounds", expected, rounds)
+    return BenchConfig(
+        command=command,
+        baseline=baseline,
+        candidate=candidate,
+        rounds=rounds,
+        target=p.get(tbl, "target", where, _number(0.0, 1e6, open_low=True), "a speedup > 0", None),
+        warmup=p.get(tbl, "warmup", where, _int_in(0, 100), "an integer from 0 to 100", 1),
+        load_margin=float(p.get(tbl, "load_margin", where, _number(0.0, 1e6), "a load difference >= 0", 1.0)),
+        timeout_s=p.get(tbl, "timeout_s", where, _number(0.0, 86400.0, open_low=True), "seconds > 0", None),
+    )
