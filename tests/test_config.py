@@ -64,7 +64,7 @@ feature_pattern = "SANCTUM_[A-Z0-9_]+"
     assert cfg.mirrors == ("origin", "mini", "station", "laptop")
     assert cfg.packages[0].path == (tmp_path / "packages" / "sanctum-mlx").resolve()
     assert cfg.packages[0].station == "training"
-    assert cfg.stations[0].memory_gb == 128
+    assert cfg.stations[0].station.memory_gb == 128
     assert cfg.ci.runners == ("ubuntu-latest",)
     assert cfg.docs is not None and cfg.docs.repo == (tmp_path.parent / "sanctum-docs").resolve()
     assert cfg.test_paths == ("tests/**",)

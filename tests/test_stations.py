@@ -9,7 +9,7 @@ import pytest
 
 from promote import config
 from promote.config import StationConfig
-from promote.runners.plugin.station import Station, declared, read_station
+from promote.core.station import Station, declared, read_station
 from promote.runners.stations import (
     cached_hub_models,
     detect_local,
@@ -21,12 +21,14 @@ from promote.runners.stations import (
 from tests.helpers.cli import run
 
 TRAINING = StationConfig(
-    "training",
-    platform="darwin-arm64",
-    devices=("metal", "cpu"),
-    memory_gb=128,
-    resources=("checkpoint:qwen3-27b-4bit",),
-    ssh="bert@training.local",
+    Station(
+        "training",
+        platform="darwin-arm64",
+        devices=("metal", "cpu"),
+        memory_gb=128,
+        resources=("checkpoint:qwen3-27b-4bit",),
+        ssh="bert@training.local",
+    )
 )
 
 
@@ -177,7 +179,7 @@ def test_local_station_is_detected_with_mlx_devices_memory_hub_models_and_checkp
 
 def test_the_configured_station_on_this_platform_without_ssh_is_the_local_one() -> None:
     here = Station("local", local_platform(), ("cpu",), 16.0, ("hub:org/tiny",), local=True, detected=True)
-    mine = StationConfig("dev", platform=local_platform(), devices=("metal",), resources=("dataset:evals",))
+    mine = StationConfig(Station("dev", platform=local_platform(), devices=("metal",), resources=("dataset:evals",)))
 
     merged = merge(here, [TRAINING, mine])
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from promote.core.station import Station
+
 CONFIG_NAME = "promote.toml"
 DEFAULT_TEST_PATHS = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
 LEAK_POLICIES = ("restore", "report")
@@ -29,20 +31,24 @@ class PackageConfig:
 
 @dataclass(frozen=True)
 class StationConfig:
-    """A machine tests may run on."""
+    """A configured machine: what it has (`station`, its `ssh` destination included) and how to reach and use it."""
 
-    name: str
-    platform: str | None = None
-    devices: tuple[str, ...] = ()
-    memory_gb: float | None = None
-    resources: tuple[str, ...] = ()
-    ssh: str | None = None
+    station: Station
     port: int | None = None
     identity: str | None = None
     python: str | None = None
     workdir: str | None = None
     ssh_options: tuple[str, ...] = ()
     sync: str = "git"
+
+    @property
+    def name(self) -> str:
+        return self.station.name
+
+    @property
+    def ssh(self) -> str | None:
+        """`user@host` when promote runs tests there over ssh; None for a machine it runs on itself."""
+        return self.station.ssh
 
 
 @dataclass(frozen=True)

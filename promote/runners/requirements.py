@@ -13,9 +13,9 @@ from dataclasses import replace
 from promote.config import RequirementsConfig
 from promote.core.findings import Finding
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
+from promote.core.station import Station
 from promote.runners.plugin.records import TestRecord
 from promote.runners.plugin.requirement_rules import DEFAULT_RULES, Rule, checkpoint_rules, infer_failure, infer_skip
-from promote.runners.plugin.station import Station
 from promote.runners.stations import Inventory
 from promote.runners.summary import Blocked, PackageResult
 

@@ -24,13 +24,13 @@ from promote.core.errors import ConfigError, UsageError
 from promote.core.findings import Finding
 from promote.core.redact import current as current_redactor
 from promote.core.state import new_run_id
+from promote.core.station import Station
 from promote.runners import package as runner
 from promote.runners import requirements
 from promote.runners.causes.investigate import Budget, investigate
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.records import write_atomic
-from promote.runners.plugin.station import Station
 from promote.runners.remote import run as remote
 from promote.runners.stations import Inventory, inventory
 from promote.runners.summary import PackageResult, summarize

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from promote.runners.plugin.station import Station
+from promote.core.station import Station
 
 if TYPE_CHECKING:
     # Only for types: a remote station imports this module (detect_local) where promote's config may not import.
@@ -175,20 +175,24 @@ class Inventory:
         return {"local": self.local.name, "stations": [s.to_json() for s in self.stations], "notes": list(self.notes)}
 
 
-def configured(sc: StationConfig) -> Station:
-    return Station(sc.name, sc.platform, sc.devices, sc.memory_gb, sc.resources, sc.ssh)
+def observed(detected: Station, configured: Station) -> Station:
+    """A configured station as detected: what was observed wins, under the configured name.
+
+    Resources nobody can detect (datasets, named checkpoints), and a memory size that could not be read,
+    come from the config.
+    """
+    resources = tuple(sorted({*configured.resources, *detected.resources}))
+    memory = configured.memory_gb if detected.memory_gb is None else detected.memory_gb
+    return replace(detected, name=configured.name, memory_gb=memory, resources=resources)
 
 
 def merge(detected: Station, stations: Sequence[StationConfig]) -> tuple[Station, ...]:
     """The local station is the configured one on this platform without ssh (else `local`), with what was detected."""
-    others = [configured(s) for s in stations]
+    others = [s.station for s in stations]
     mine = next((s for s in others if s.platform == detected.platform and s.ssh is None), None)
     if mine is None:
         return (detected, *others)
-    # What was observed wins; resources nobody can detect (datasets, named checkpoints) come from the config.
-    resources = tuple(sorted({*mine.resources, *detected.resources}))
-    memory = mine.memory_gb if detected.memory_gb is None else detected.memory_gb
-    local = replace(detected, name=mine.name, memory_gb=memory, resources=resources)
+    local = observed(detected, mine)
     return tuple(local if s is mine else s for s in others)
 
 

@@ -14,9 +14,9 @@ from promote import config
 from promote.config import RequirementsConfig, RuleConfig
 from promote.core.errors import ConfigError
 from promote.core.findings import Finding
+from promote.core.station import Station
 from promote.runners.plugin.records import TestRecord
 from promote.runners.plugin.requirement_rules import excerpt, infer_failure, infer_skip
-from promote.runners.plugin.station import Station
 from promote.runners.requirements import blocked_summary, classify, outcome, rules_of
 from promote.runners.stations import Inventory
 from promote.runners.summary import PackageResult

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from promote.config import RequirementsConfig
+from promote.core.station import Station
 from promote.runners.plugin.requirement_rules import infer_failure
-from promote.runners.plugin.station import Station
 from promote.runners.requirements import rules_of
 from tests.helpers.cli import run, run_json
 from tests.helpers.packages import write_package

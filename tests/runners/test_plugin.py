@@ -8,10 +8,10 @@ import time
 
 import pytest
 
+from promote.core.station import Station
 from promote.runners import summary
 from promote.runners.plugin.progress import read_progress, unfinished
 from promote.runners.plugin.records import progress_path, results_path
-from promote.runners.plugin.station import Station
 from tests.runners.support import out_dir, record
 
 pytest_plugins = ["pytester"]

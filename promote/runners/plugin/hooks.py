@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from promote.core.station import Station, read_station
 from promote.runners.plugin.items import REQUIREMENTS, SERIAL_LEFT, requirements_of
-from promote.runners.plugin.station import Station, read_station
 
 RECORDER = "promote-recorder"
 STATION = pytest.StashKey[Station]()

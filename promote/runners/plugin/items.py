@@ -8,7 +8,7 @@ from types import CodeType
 
 import pytest
 
-from promote.runners.plugin.station import declared
+from promote.core.station import declared
 
 # How many serial tests the parallel part left for the serial part (set during collection).
 SERIAL_LEFT = pytest.StashKey[int]()

@@ -19,10 +19,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from promote.config import PackageConfig, StationConfig
+from promote.core.station import Station, read_station
 from promote.runners import package as runner
 from promote.runners import stations
 from promote.runners.package import ProcessOutcome, ProgressCallback
-from promote.runners.plugin.station import Station, read_station
 from promote.runners.remote import sync as station_sync
 from promote.runners.remote.faults import station_error, with_faults
 from promote.runners.remote.ssh import StationError, Target, q
@@ -186,7 +186,7 @@ def run_remote(
             raise StationError(f"package {pkg.name} ({pkg.path}) is outside the repository {top}")
         package = pkg.path.resolve().relative_to(top.resolve()).as_posix()
         workdir = sc.workdir or default_workdir(top)
-        ws = station_sync.prepare(target, top, sha, workdir, package, sync=sc.sync, configured=stations.configured(sc))
+        ws = station_sync.prepare(target, top, sha, workdir, package, sync=sc.sync, configured=sc.station)
     except StationError as e:
         if on_progress is not None:
             on_progress(pkg.name, 0, 0, True)

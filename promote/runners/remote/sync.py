@@ -13,8 +13,9 @@ from pathlib import Path
 import promote
 from promote.core.git import run_git
 from promote.core.process import Telling, run_bounded
-from promote.runners.plugin.station import Station
+from promote.core.station import Station
 from promote.runners.remote.ssh import StationError, Target, connection_failure, q
+from promote.runners.stations import observed
 
 LIB = ".promote-lib"
 OUT = ".promote-out"
@@ -170,18 +171,6 @@ def install(target: Target, workdir: str, sha: str | None, package_dir: str) -> 
         raise _fail(target, f"its inventory probe printed no inventory ({reply.output[-200:]!r})") from None
 
 
-def observed(detected: Station, configured: Station) -> Station:
-    """The station as detected there, named as configured; resources nobody can detect come from the config."""
-    return replace(
-        detected,
-        name=configured.name,
-        ssh=configured.ssh,
-        local=False,
-        memory_gb=configured.memory_gb if detected.memory_gb is None else detected.memory_gb,
-        resources=tuple(sorted({*configured.resources, *detected.resources})),
-    )
-
-
 def candidate(repo: Path) -> tuple[Path, str, bool]:
     """The top of the repository holding `repo`, its HEAD commit, and whether tracked files differ from it."""
     top = run_git(repo, "rev-parse", "--show-toplevel")
@@ -203,4 +192,6 @@ def prepare(
         else:
             rsync(target, top, absolute)
         detected, notes = install(target, absolute, sha if sync == "git" else None, f"{absolute}/{package}")
-    return Workspace(target, absolute, sha, observed(detected, configured), notes)
+    return Workspace(
+        target, absolute, sha, replace(observed(detected, configured), ssh=configured.ssh, local=False), notes
+    )

@@ -1,6 +1,7 @@
-"""A station as the plugin judges it: what a machine has, and what a `requires` marker declares.
+"""A station: what a machine has (configured, detected, or both), and what a `requires` marker declares.
 
-Read inside the tested interpreter (`--promote-station FILE`), so it imports nothing of promote but core.
+The one station type: the config holds one per configured machine, detection makes one, and the plugin
+reads one inside the tested interpreter (`--promote-station FILE`), so it imports only the standard library.
 """
 
 from __future__ import annotations
