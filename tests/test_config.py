@@ -83,7 +83,7 @@ feature_pattern = "SANCTUM_[A-Z0-9_]+"
         ),
         (
             '[promote]\ntrunk = "main"\nmirrors = "origin"\n',
-            "promote.mirrors: expected a list of git remote names, got 'origin'",
+            "promote.mirrors: expected a list of git remote names, or a table of name = URL, got 'origin'",
         ),
         ("[promote]\ntrunk = 3\n", "promote.trunk: expected a branch name, got 3"),
         (

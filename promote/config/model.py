@@ -106,6 +106,8 @@ class Config:
     ci: CIConfig = field(default_factory=CIConfig)
     docs: DocsConfig | None = None
     requirements: RequirementsConfig = field(default_factory=RequirementsConfig)
+    # Mirrors given by URL ([promote.mirrors] as a table): (name, URL) read and pushed without a git remote.
+    mirror_urls: tuple[tuple[str, str], ...] = ()
 
     @property
     def root(self) -> Path:

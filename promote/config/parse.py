@@ -77,6 +77,15 @@ def _is_destination(v: object) -> bool:
 _is_port = _int_in(1, 65535)
 
 
+def _local_path(base: Path, url: str) -> str:
+    """A relative path is relative to the config file; URLs (scheme://, host:path) stay as written."""
+    # git's own rule: a colon before the first slash makes `host:path` an scp-like URL.
+    scp_like = ":" in url.split("/", 1)[0]
+    if "://" in url or scp_like or Path(url).is_absolute() or url.startswith("~"):
+        return url
+    return str((base / url).resolve())
+
+
 class Parser:
     """Walks the TOML tables; every error names the file, the dotted key and what was expected."""
 
@@ -133,9 +142,7 @@ class Parser:
         )  # fmt: skip
         trunk = self.required(tbl, "trunk", p, "a branch name")
         # Absent: every remote is a mirror (None); an explicit [] means none, and merging is undecided.
-        mirrors = self.get(tbl, "mirrors", p, _is_str_list, "a list of git remote names", None)
-        if mirrors is not None and len(set(mirrors)) != len(mirrors):
-            raise self.fail(f"{p}.mirrors", "each remote at most once", mirrors)
+        mirrors, mirror_urls = self.mirrors(tbl, p)
         if "deployed" in tbl and "deployed_command" in tbl:
             both = f"either {p}.deployed or {p}.deployed_command, not both"
             raise self.fail(f"{p}.deployed_command", both, show_got=False)
@@ -144,7 +151,8 @@ class Parser:
             path=self.path,
             prefix=p,
             trunk=trunk,
-            mirrors=None if mirrors is None else tuple(mirrors),
+            mirrors=mirrors,
+            mirror_urls=mirror_urls,
             deployed=self.get(tbl, "deployed", p, _is_str, "a branch, tag or commit", None),
             deployed_command=self.command(tbl, "deployed_command", p),
             deployed_since_command=self.command(tbl, "deployed_since_command", p),
@@ -170,6 +178,23 @@ class Parser:
             docs=self.docs(tbl["docs"]) if "docs" in tbl else None,
             requirements=self.requirements(tbl["requirements"]) if "requirements" in tbl else RequirementsConfig(),
         )
+
+    def mirrors(self, tbl: Mapping[str, Any], p: str) -> tuple[tuple[str, ...] | None, tuple[tuple[str, str], ...]]:
+        """(mirror names, (name, URL) of those given by URL): a list of git remote names, or a table name = URL."""
+        expected = "a list of git remote names, or a table of name = URL"
+        value = self.get(tbl, "mirrors", p, lambda v: _is_str_list(v) or _is_str_table(v), expected, None)
+        if value is None:
+            return None, ()
+        if isinstance(value, list):
+            if len(set(value)) != len(value):
+                raise self.fail(f"{p}.mirrors", "each remote at most once", value)
+            return tuple(value), ()
+        urls = []
+        for name, url in value.items():
+            if not url.strip() or url.startswith("-"):
+                raise self.fail(f"{p}.mirrors.{name}", "a git URL or path (not empty, no leading -)", url)
+            urls.append((name, _local_path(self.path.parent, url)))
+        return tuple(value), tuple(urls)
 
     def packages(self, raw: object, station_names: set[str]) -> tuple[PackageConfig, ...]:
         key = f"{self.prefix}.packages"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import tempfile
 import time
 from collections.abc import Callable
@@ -9,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from promote.config.workspace import open_workspace
+from promote.core.errors import UsageError
 from promote.core.findings import Finding
 from promote.demo.build import BEHIND, DEPLOYED_AT, HISTORY, Example, build
 from promote.evidence.audit import AuditResult, audit
@@ -79,8 +81,22 @@ def matches(p: Planted, f: Finding) -> bool:
     return f.check == p.check and p.needle in f"{f.subject} {f.message} {f.cause or ''}"
 
 
+# What the example's packages import, and the extra that installs it: they run in promote's own interpreter.
+DEMO_NEEDS = ("mlx", "mlx_lm")
+DEMO_EXTRA = "promote-release[demo]"
+
+
+def require_demo_extra() -> None:
+    """Refuse, naming the extra, when the example's packages could not import what they need here."""
+    missing = [name for name in DEMO_NEEDS if importlib.util.find_spec(name) is None]
+    if missing:
+        names = " and ".join(name.replace("_", "-") for name in missing)
+        raise UsageError(f"the demo needs {names} (not installed here): pip install '{DEMO_EXTRA}'")
+
+
 def demo(keep: Path | None, *, say: Say, on_progress: ProgressCallback | None = None) -> DemoRun:
     """Run the demo in `keep` (kept), or in a temporary directory (removed before this returns)."""
+    require_demo_extra()
     if keep is not None:
         return run_demo(keep.resolve(), say=say, on_progress=on_progress)
     with tempfile.TemporaryDirectory(prefix="promote-demo-") as tmp:

@@ -94,14 +94,14 @@ def run_checks(ws: Workspace, result: CheckResult, run: RunResult | None) -> dic
 
 def audit(
     ws: Workspace, *, command: str, publish: bool = False, push: bool = False,
-    on_progress: ProgressCallback | None = None,
+    on_progress: ProgressCallback | None = None, candidate: str | None = None,
 ) -> AuditResult:  # fmt: skip
     """Run everything, decide the four gates, store the run, write (and maybe publish) the pages."""
     cfg = ws.config
     if publish and cfg.docs is None:
         raise ConfigError(f"{cfg.path}: --publish needs [{cfg.prefix}.docs] naming the docs repository")
     started = now()
-    result = check(ws)
+    result = check(ws, candidate)
     run_id = new_run_id()
     if publish and cfg.docs is not None:
         preflight(cfg.docs, run_id=run_id, commit=result.candidate)

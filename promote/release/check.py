@@ -116,6 +116,7 @@ def check(ws: Workspace, candidate: str | None = None) -> CheckResult:
         resolve,
         timeout=cfg.mirror_timeout_s,
         concurrency=cfg.fetch_concurrency,
+        targets=ws.targets,
     )
     label = resolved[0][1]
     d = drift_mod.measure(ws.repo, cfg, sha)

@@ -41,6 +41,8 @@ def audit_deployed(
     findings = tuple(drift_findings(d, config.trunk))
     trunk = f"{config.trunk} ({d.candidate[:7]})"
     evidence = [_serving(d)]
+    if d.source == "ref" and d.ref != config.deployed:
+        evidence.append(f"no local {config.deployed!r}: read its remote-tracking branch {d.ref}")
     if d.status == "same":
         evidence.append(f"{trunk} and the deployed commit are the same commit")
         return CheckOutcome(NAME, PASS, f"production serves {trunk} itself", tuple(evidence), findings)

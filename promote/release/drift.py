@@ -110,13 +110,29 @@ def measure(repo: Repo, config: Config, candidate: str) -> Drift | DriftUndecide
         return compare(repo, config, answer, sha, candidate, source=source)
     if config.deployed is None:
         return None
-    sha = repo.resolve(config.deployed)
-    if sha is None:
+    found = deployed_ref(repo, config.deployed)
+    if found is None:
         raise ConfigError(
             f"{config.path}: {config.prefix}.deployed: {config.deployed!r} names no commit in "
             f"{repo.root} (fetch it, or name a branch, tag or sha that exists here)"
         )
-    return compare(repo, config, config.deployed, sha, candidate, source="ref")
+    return compare(repo, config, found[0], found[1], candidate, source="ref")
+
+
+def deployed_ref(repo: Repo, name: str) -> tuple[str, str] | None:
+    """(the ref used, its sha): `name` itself, else a remote-tracking branch of that name, origin's first.
+
+    A CI clone has no local branch but the deployed branch as fetched (`origin/deployed`); the ref shown
+    says which one was read.
+    """
+    sha = repo.resolve(name)
+    if sha is not None:
+        return name, sha
+    for remote in sorted(repo.remote_urls(), key=lambda r: (r != "origin", r)):
+        sha = repo.resolve(f"refs/remotes/{remote}/{name}")
+        if sha is not None:
+            return f"{remote}/{name}", sha
+    return None
 
 
 def compare(repo: Repo, config: Config, ref: str, sha: str, candidate: str, *, source: str) -> Drift:

@@ -99,7 +99,7 @@ def _verify(ws: Workspace, names: list[str]) -> dict[str, str | None]:
     cfg = ws.config
 
     def head(name: str) -> str | None:
-        return mirrors_mod.read_head(ws.repo, name, cfg.trunk, timeout=cfg.mirror_timeout_s)[0]
+        return mirrors_mod.read_head(ws.repo, ws.target(name), cfg.trunk, timeout=cfg.mirror_timeout_s)[0]
 
     with ThreadPoolExecutor(max_workers=min(cfg.fetch_concurrency, max(1, len(names)))) as pool:
         return dict(zip(names, pool.map(head, names), strict=True))
@@ -133,8 +133,8 @@ def _push_one(ws: Workspace, m: MirrorStatus, sha: str, run: str) -> tuple[Mirro
     }
     # Written (and fsynced) before the push: a merge killed mid-push leaves this for the next run to settle.
     journal.append(root, {"op": INTENT, **entry})
-    pushed = ws.repo.push(m.name, sha, cfg.trunk, timeout=cfg.mirror_timeout_s)
-    now, unread = mirrors_mod.read_head(ws.repo, m.name, cfg.trunk, timeout=cfg.mirror_timeout_s)
+    pushed = ws.repo.push(ws.target(m.name), sha, cfg.trunk, timeout=cfg.mirror_timeout_s)
+    now, unread = mirrors_mod.read_head(ws.repo, ws.target(m.name), cfg.trunk, timeout=cfg.mirror_timeout_s)
     done = _read_back(m, sha, pushed, now, unread)
     try:
         journal.append(root, {"op": "push", **entry, "status": done.status, "after": done.after, "reason": done.reason})
@@ -183,7 +183,7 @@ def settle(ws: Workspace) -> list[str]:
         if e.get("op") != INTENT or e.get("id") in closed:
             continue
         name, trunk, before, sha = (str(e.get(k)) for k in ("mirror", "trunk", "before", "candidate"))
-        now, unread = mirrors_mod.read_head(ws.repo, name, trunk, timeout=timeout)
+        now, unread = mirrors_mod.read_head(ws.repo, ws.target(name), trunk, timeout=timeout)
         if unread is not None:
             said.append(f"{name}: an interrupted push is still unsettled: {name} could not be read ({unread})")
             continue  # left open: the next run reads it again

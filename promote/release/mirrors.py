@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -67,13 +67,18 @@ def read_head(repo: Repo, mirror: str, trunk: str, *, timeout: float) -> tuple[s
     return (heads[0], None) if heads else (None, None)
 
 
-def compare(repo: Repo, name: str, url: str, trunk: str, head: str, candidate: str, *, timeout: float) -> MirrorStatus:
-    """Classify a mirror whose trunk is at `head`, fetching its commits first when they are not here."""
+def compare(
+    repo: Repo, name: str, url: str, trunk: str, head: str, candidate: str, *, timeout: float, target: str | None = None
+) -> MirrorStatus:
+    """Classify a mirror whose trunk is at `head`, fetching its commits first when they are not here.
+
+    `target` is what git fetches from (a URL for a mirror configured by URL); by default the remote `name`.
+    """
     if head == candidate:
         return MirrorStatus(name, url, UP_TO_DATE, head, behind=0, discard=0)
     counts = repo.left_right(candidate, head)
     if counts is None:
-        fetched = repo.fetch(name, trunk, private_ref(name, trunk), timeout=timeout)
+        fetched = repo.fetch(target or name, trunk, private_ref(name, trunk), timeout=timeout)
         if not fetched.ok:
             return MirrorStatus(name, url, UNREACHABLE, head, reason=f"fetch failed: {fetched.reason}")
         head = repo.resolve(private_ref(name, trunk)) or head
@@ -108,13 +113,16 @@ def survey(
     *,
     timeout: float,
     concurrency: int,
+    targets: Mapping[str, str] | None = None,
 ) -> tuple[str, tuple[MirrorStatus, ...]]:
     """(candidate sha, every mirror's status in configuration order); mirrors are read concurrently.
 
-    `candidate` is resolved while the mirrors are being listed, so the two overlap.
+    `candidate` is resolved while the mirrors are being listed, so the two overlap. `targets` maps a mirror
+    configured by URL to that URL; the others are remote names.
     """
+    where = dict(targets or {})
     with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(urls)))) as pool:
-        listed = [pool.submit(read_head, repo, name, trunk, timeout=timeout) for name in urls]
+        listed = [pool.submit(read_head, repo, where.get(name, name), trunk, timeout=timeout) for name in urls]
         sha = candidate()
         compared = []
         for name, future in zip(urls, listed, strict=True):
@@ -122,5 +130,8 @@ def survey(
             if head is None:
                 compared.append(pool.submit(_unread, name, urls[name], trunk, reason))
             else:
-                compared.append(pool.submit(compare, repo, name, urls[name], trunk, head, sha, timeout=timeout))
+                target = where.get(name, name)
+                compared.append(
+                    pool.submit(compare, repo, name, urls[name], trunk, head, sha, timeout=timeout, target=target)
+                )
         return sha, tuple(f.result() for f in compared)

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import click
 
-from promote.cli.app import Context, LiveProgress, cli, command_line, emit, hold_lock, json_option, load_config_of
+from promote.cli.app import (
+    Context,
+    LiveProgress,
+    candidate_option,
+    cli,
+    command_line,
+    emit,
+    hold_lock,
+    json_option,
+    load_config_of,
+)
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
 
 # `promote audit`: every gate passes 0, a gate fails 1, a gate undecided 3.
@@ -17,9 +27,10 @@ AUDIT_EXIT = {"pass": EXIT_OK, "fail": EXIT_BLOCKED, "undecided": EXIT_UNDECIDED
 @cli.command()
 @click.option("--publish", is_flag=True, help="Commit the Markdown page into the docs repository.")
 @click.option("--push", is_flag=True, help="With --publish: push that commit (never forced).")
+@candidate_option
 @json_option
 @click.pass_obj
-def audit(obj: Context, publish: bool, push: bool, as_json: bool) -> None:
+def audit(obj: Context, publish: bool, push: bool, candidate: str | None, as_json: bool) -> None:
     """Check, test, run every check, decide the four gates, and write the evidence pages."""
     from promote.cli.audit_report import audit_report
     from promote.evidence.audit import audit as run_audit
@@ -28,8 +39,14 @@ def audit(obj: Context, publish: bool, push: bool, as_json: bool) -> None:
         raise UsageError("--push only makes sense with --publish")
     progress = LiveProgress(live=sys.stderr.isatty())
     ws = obj.workspace()
+    if candidate is not None:
+        from promote.config.workspace import require_checked_out
+
+        require_checked_out(ws.repo, candidate)
     with hold_lock(ws.config.root):
-        result = run_audit(ws, command=command_line(), publish=publish, push=push, on_progress=progress.update)
+        result = run_audit(
+            ws, command=command_line(), publish=publish, push=push, on_progress=progress.update, candidate=candidate
+        )
     progress.close()
     emit(result.to_json(), audit_report(result), as_json=as_json)
     sys.exit(AUDIT_EXIT[result.verdict])

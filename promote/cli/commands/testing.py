@@ -21,9 +21,15 @@ BISECT_EXIT = {
 
 @cli.command("test")
 @click.option("--package", "package", metavar="NAME", default=None, help="Run only this package.")
+@click.option(
+    "--candidate",
+    metavar="REF",
+    default=None,
+    help="The commit under test; must be the one checked out (default: HEAD).",
+)
 @json_option
 @click.pass_obj
-def test_command(obj: Context, package: str | None, as_json: bool) -> None:
+def test_command(obj: Context, package: str | None, candidate: str | None, as_json: bool) -> None:
     """Run the test packages with isolation; record what ran and what leaked."""
     from datetime import datetime, timezone
 
@@ -35,6 +41,11 @@ def test_command(obj: Context, package: str | None, as_json: bool) -> None:
 
     progress = LiveProgress(live=sys.stderr.isatty())
     config = load_config(obj.directory, obj.config)
+    if candidate is not None:
+        from promote.config.workspace import require_checked_out
+        from promote.core.git import Repo
+
+        require_checked_out(Repo(config.root), candidate)
     run_id, started = new_run_id(), datetime.now(timezone.utc).isoformat(timespec="microseconds")
     with hold_lock(config.root):
         # Read before the tests start: the commit they run on, whatever is committed while they run.
