@@ -22,9 +22,9 @@ from promote.config.model import (
     StationConfig,
 )
 from promote.core.errors import ConfigError
+from promote.core.station import Station
 
 T = TypeVar("T")
-from promote.core.station import Station
 
 
 def _is_str(v: object) -> bool:
@@ -242,6 +242,17 @@ class Parser:
             )
         return tuple(out)
 
+    def station(self, name: str, tbl: Mapping[str, Any], where: str) -> Station:
+        """What a configured station has, and its ssh destination."""
+        return Station(
+            name,
+            platform=self.get(tbl, "platform", where, _is_str, "a platform like darwin-arm64", None),
+            devices=tuple(self.get(tbl, "devices", where, _is_str_list, "a list of device names", [])),
+            memory_gb=self.get(tbl, "memory_gb", where, _is_memory_gb, "a number of GB > 0 and <= 1048576", None),
+            resources=tuple(self.get(tbl, "resources", where, _is_str_list, "a list of resource names", [])),
+            ssh=self.get(tbl, "ssh", where, _is_destination, "user@host (no spaces, no leading -)", None),
+        )
+
     def stations(self, raw: object) -> tuple[StationConfig, ...]:
         key = f"{self.prefix}.stations"
         if not isinstance(raw, dict):
@@ -273,17 +284,6 @@ class Parser:
             if identity is not None:
                 try:
                     # A relative key path is relative to the config file, like every other local path.
-    def station(self, name: str, tbl: Mapping[str, Any], where: str) -> Station:
-        """What a configured station has, and its ssh destination."""
-        return Station(
-            name,
-            platform=self.get(tbl, "platform", where, _is_str, "a platform like darwin-arm64", None),
-            devices=tuple(self.get(tbl, "devices", where, _is_str_list, "a list of device names", [])),
-            memory_gb=self.get(tbl, "memory_gb", where, _is_memory_gb, "a number of GB > 0 and <= 1048576", None),
-            resources=tuple(self.get(tbl, "resources", where, _is_str_list, "a list of resource names", [])),
-            ssh=self.get(tbl, "ssh", where, _is_destination, "user@host (no spaces, no leading -)", None),
-        )
-
                     identity = str(self.path.parent / Path(identity).expanduser())
                 except RuntimeError:  # `~name` of a user this system does not know
                     raise self.fail(f"{where}.identity", "a path to a private key (no such user)", identity) from None
