@@ -86,6 +86,51 @@ class DocsConfig:
 
 
 @dataclass(frozen=True)
+class SwitchConfig:
+    """An accelerated path's kill switch: an environment variable and its two values."""
+
+    env: str
+    on: str = "1"
+    off: str = "0"
+
+
+@dataclass(frozen=True)
+class ParityConfig:
+    """A command that writes its output to `{out}`; run with the switch off and on, the two must agree."""
+
+    command: tuple[str, ...]
+    atol: float = 0.0
+    rtol: float = 0.0
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """The interleaved A/B: one command run with the switch off and on, or a baseline and a candidate command."""
+
+    command: tuple[str, ...] | None = None
+    baseline: tuple[str, ...] | None = None
+    candidate: tuple[str, ...] | None = None
+    rounds: int = 9
+    target: float | None = None
+    warmup: int = 1
+    load_margin: float = 1.0  # how far apart the arms' mean load may be before the run says so
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
+class AccelerationConfig:
+    """An accelerated path and the evidence it must earn: kill switch, parity, speed, validated OS builds."""
+
+    name: str
+    switch: SwitchConfig
+    package: str | None = None
+    parity: ParityConfig | None = None
+    bench: BenchConfig | None = None
+    validated_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     """Validated configuration; paths are absolute, resolved against the config file."""
 
@@ -108,6 +153,7 @@ class Config:
     requirements: RequirementsConfig = field(default_factory=RequirementsConfig)
     # Mirrors given by URL ([promote.mirrors] as a table): (name, URL) read and pushed without a git remote.
     mirror_urls: tuple[tuple[str, str], ...] = ()
+    accelerations: tuple[AccelerationConfig, ...] = ()
 
     @property
     def root(self) -> Path:

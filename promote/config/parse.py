@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
 import string
@@ -9,6 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from promote.config.accel_parse import accelerations
 from promote.config.model import DEFAULT_TEST_PATHS as DEFAULT_TEST_PATHS
 from promote.config.model import (
     LEAK_POLICIES,
@@ -102,8 +104,10 @@ class Parser:
             raise self.fail(key, "a table", raw)
         unknown = sorted(set(raw) - allowed)
         if unknown:
+            near = difflib.get_close_matches(str(unknown[0]), sorted(allowed), n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
             raise ConfigError(
-                f"{self.path}: {key}.{unknown[0]}: unknown key; expected one of {', '.join(sorted(allowed))}"
+                f"{self.path}: {key}.{unknown[0]}: unknown key; {hint}expected one of {', '.join(sorted(allowed))}"
             )
         return raw
 
@@ -138,7 +142,7 @@ class Parser:
             p,
             {"trunk", "mirrors", "deployed", "deployed_command", "deployed_since_command", "deployed_timeout_s",
              "test_paths", "mirror_timeout_s", "fetch_concurrency",
-             "max_reruns", "packages", "stations", "ci", "docs", "requirements"},
+             "max_reruns", "packages", "stations", "ci", "docs", "requirements", "accelerations"},
         )  # fmt: skip
         trunk = self.required(tbl, "trunk", p, "a branch name")
         # Absent: every remote is a mirror (None); an explicit [] means none, and merging is undecided.
@@ -147,6 +151,7 @@ class Parser:
             both = f"either {p}.deployed or {p}.deployed_command, not both"
             raise self.fail(f"{p}.deployed_command", both, show_got=False)
         stations = self.stations(tbl.get("stations", {}))
+        packages = self.packages(tbl.get("packages", []), {s.name for s in stations})
         return Config(
             path=self.path,
             prefix=p,
@@ -172,11 +177,12 @@ class Parser:
                 tbl, "fetch_concurrency", p, _is_fetch_concurrency, "an integer from 1 to 64", 8
             ),
             max_reruns=self.get(tbl, "max_reruns", p, _is_max_reruns, "an integer from 0 to 10000", 50),
-            packages=self.packages(tbl.get("packages", []), {s.name for s in stations}),
+            packages=packages,
             stations=stations,
             ci=self.ci(tbl["ci"]) if "ci" in tbl else CIConfig(),
             docs=self.docs(tbl["docs"]) if "docs" in tbl else None,
             requirements=self.requirements(tbl["requirements"]) if "requirements" in tbl else RequirementsConfig(),
+            accelerations=accelerations(self, tbl.get("accelerations", []), {pkg.name for pkg in packages}),
         )
 
     def mirrors(self, tbl: Mapping[str, Any], p: str) -> tuple[tuple[str, ...] | None, tuple[tuple[str, str], ...]]:

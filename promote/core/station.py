@@ -27,6 +27,7 @@ class Station:
     ssh: str | None = None
     local: bool = False
     detected: bool = False
+    os_build: str | None = None  # e.g. "Darwin 24.3.0": what an accelerated path was validated against
 
     def has(self, requirement: str) -> bool:
         """Whether this station meets one requirement (`device:metal`, `memory:64`, `hub:org/name`, ...)."""

@@ -153,7 +153,10 @@ def detect_local(model_dirs: Sequence[Path] = (), env: Mapping[str, str] | None 
     except ValueError as e:
         hub, hub_note = (), f"cannot find the Hugging Face cache: {e}; cached hub models not detected"
     resources = tuple(sorted({*hub, *present_checkpoints(model_dirs)}))
-    station = Station(LOCAL, local_platform(), devices, detect_memory_gb(), resources, local=True, detected=True)
+    station = Station(
+        LOCAL, local_platform(), devices, detect_memory_gb(), resources, local=True, detected=True,
+        os_build=f"{platform.system()} {platform.release()}",
+    )  # fmt: skip
     return station, [n for n in (note, hub_note) if n]
 
 

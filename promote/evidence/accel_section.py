@@ -1,0 +1,42 @@
+"""The accelerations on the evidence page: their effect on the Tested gate, and a Measurement | Result section each."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from promote.accel.rows import rows
+from promote.accel.run import AccelReport
+from promote.accel.store import recent
+from promote.config.model import Config
+from promote.core.outcome import FAIL
+from promote.evidence.gates import Gate, worst
+
+# A broken switch, a broken accelerated path or parity that differs: what was promoted is not what was tested.
+FAILS_TESTED = ("kill-switch-broken", "acceleration-broken", "parity-differs")
+
+
+def tested_with(gate: Gate, report: AccelReport) -> Gate:
+    """The Tested gate with each path's evidence; a broken switch or parity fails it."""
+    lines = [f"{r.name}: {measure.lower()}: {result}" for r in report.results for measure, result in rows(r)]
+    failing = [f for f in report.findings if f.check in FAILS_TESTED]
+    lines += [f"{f.check}: {f.subject}" for f in failing]
+    status = worst([gate.status, *([FAIL] if failing else [])])
+    return replace(gate, status=status, evidence=(*gate.evidence, *lines))
+
+
+def section(config: Config, report: AccelReport) -> dict[str, Any]:
+    """The page section: per path, its Measurement | Result rows and its speedup in earlier runs."""
+    data = []
+    for r in report.results:
+        past = [e for e in recent(config, r.name) if e.get("speedup") is not None]
+        data.append({
+            "name": r.name,
+            "package": r.package,
+            "rows": [list(row) for row in rows(r)],
+            "findings": [f.to_json() for f in r.findings],
+            "speedups": [{"time": e["time"], "speedup": e["speedup"], "interval": e["interval"]} for e in past],
+            "result": r.to_json(),
+        })  # fmt: skip
+    return {"key": "accelerations", "title": "Accelerated paths", "md": "accel.md.j2", "html": "accel.html.j2",
+            "data": data}  # fmt: skip

@@ -1,0 +1,70 @@
+"""promote audit runs each accelerated path's switch and parity: broken ones fail Tested, the page shows them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.helpers.cli import run_json
+from tests.helpers.gitrepos import commit, git, make_fleet
+from tests.helpers.packages import write_package
+
+PARITY = """
+import json, os, sys
+tokens = [4, 8, 15, 16, 23, 42]
+if os.environ["FAST"] == "1" and os.environ.get("FLIP"):
+    tokens[3] = 17
+open(sys.argv[1], "w").write(json.dumps(tokens))
+"""
+
+
+def workspace(tmp_path: Path, *, flip: bool) -> Path:
+    fleet = make_fleet(tmp_path, names=("origin",))
+    write_package(fleet.work, "pkg", {
+        "tests/test_fast.py": "import os\n\ndef test_needs_fast():\n    assert os.environ['FAST'] == '1'\n",
+        "tests/test_plain.py": "def test_plain():\n    assert True\n",
+        "parity.py": PARITY,
+    })  # fmt: skip
+    env = 'env = { FLIP = "1" }\n' if flip else ""
+    (fleet.work / "promote.toml").write_text(
+        '[promote]\ntrunk = "main"\nmirrors = ["origin"]\n'
+        f'[[promote.packages]]\nname = "pkg"\npath = "pkg"\n{env}'
+        '[[promote.accelerations]]\nname = "Fast"\npackage = "pkg"\n'
+        'switch = { env = "FAST", on = "1", off = "0" }\n'
+        f'parity = {{ command = [{json.dumps(sys.executable)}, "parity.py", "{{out}}"] }}\n'
+        f'bench = {{ command = [{json.dumps(sys.executable)}, "-c", "pass"], rounds = 5, warmup = 0 }}\n'
+    )
+    commit(fleet.work, "package and config")
+    git(fleet.work, "push", "-q", "origin", "main")
+    return fleet.work
+
+
+def test_a_broken_switch_and_flipped_tokens_fail_tested_and_show_on_the_page(tmp_path: Path) -> None:
+    repo = workspace(tmp_path, flip=True)
+    code, data = run_json(repo, "audit")
+    assert code == 1
+    assert data["gates"]["tested"]["status"] == "fail"
+    checks = {f["check"]: f for f in data["findings"]}
+    assert checks["kill-switch-broken"]["subject"] == "tests/test_fast.py::test_needs_fast"
+    assert "1 of 6" in checks["parity-differs"]["message"] or "flipped" in json.dumps(data)
+    evidence = "\n".join(data["gates"]["tested"]["evidence"])
+    assert "Fast: numeric parity: 1 of 6 tokens flipped, first at [3]" in evidence
+    page = Path(data["pages"]["md"]).read_text()
+    assert "| Measurement | Result |" in page and "Kill switch" in page and "tokens flipped" in page
+    # Without --bench the audit runs no A/B.
+    doc = json.loads(Path(data["pages"]["json"]).read_text())
+    [section] = [s for s in doc["sections"] if s["key"] == "accelerations"]
+    assert section["data"][0]["result"]["bench"] is None
+    assert "<h3>Fast (pkg)</h3>" in Path(data["pages"]["html"]).read_text()
+
+
+def test_with_bench_the_audit_times_the_path_and_keeps_it_in_the_history(tmp_path: Path) -> None:
+    repo = workspace(tmp_path, flip=False)
+    _, data = run_json(repo, "audit", "--bench")
+    doc = json.loads(Path(data["pages"]["json"]).read_text())
+    [section] = [s for s in doc["sections"] if s["key"] == "accelerations"]
+    assert section["data"][0]["result"]["bench"]["rounds"] == 5
+    assert section["data"][0]["result"]["parity"]["verdict"] == "identical"
+    history = (repo / ".promote" / "accelerations.jsonl").read_text().splitlines()
+    assert json.loads(history[-1])["name"] == "Fast" and json.loads(history[-1])["run"] == data["run"]
