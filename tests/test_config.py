@@ -79,7 +79,7 @@ feature_pattern = "SANCTUM_[A-Z0-9_]+"
         ),
         (
             '[promote]\ntrunk = "main"\nmirors = ["origin"]\n',
-            "promote.mirors: unknown key; expected one of",
+            "promote.mirors: unknown key; did you mean 'mirrors'? expected one of",
         ),
         (
             '[promote]\ntrunk = "main"\nmirrors = "origin"\n',

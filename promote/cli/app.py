@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
 import signal
 import sys
 import threading
@@ -86,10 +85,14 @@ class Context:
 
 
 def emit(data: dict[str, object] | None, text: str, *, as_json: bool) -> None:
+    from promote.cli.ci_formats import annotate, chosen_format, machine_text
     from promote.core.redact import clean, current
 
+    fmt = chosen_format(as_json)
     # Secrets redacted; control characters (from commit subjects, test names, output) shown, never sent raw.
-    click.echo(json.dumps(current().data(data), indent=2) if as_json else clean(text))
+    shown = current().data(data)
+    click.echo(machine_text(shown, fmt) if fmt != "text" else clean(text))
+    annotate(shown, fmt)
 
 
 @click.group(cls=PromoteGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -81,3 +81,16 @@ def write_junit(result: PackageResult, path: Path) -> Path:
     body = f"  <testsuite{suite}>\n{''.join(cases)}  </testsuite>\n" if cases else f"  <testsuite{suite} />\n"
     path.write_text(f"<?xml version='1.0' encoding='utf-8'?>\n<testsuites>\n{body}</testsuites>\n", encoding="utf-8")
     return path
+
+
+def merge_junit(sources: list[Path], path: Path) -> Path:
+    """The <testsuite> of each package's junit.xml in one <testsuites> document at `path`."""
+    suites = []
+    for source in sources:
+        text = source.read_text(encoding="utf-8") if source.is_file() else ""
+        start, end = text.find("<testsuites>"), text.rfind("</testsuites>")
+        if start >= 0 and end > start:
+            suites.append(text[start + len("<testsuites>") : end].strip("\n") + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"<?xml version='1.0' encoding='utf-8'?>\n<testsuites>\n{''.join(suites)}</testsuites>\n", "utf-8")
+    return path

@@ -18,6 +18,7 @@ from promote.cli.app import (
     json_option,
     load_config_of,
 )
+from promote.cli.ci_formats import format_option
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
 
 # `promote audit`: every gate passes 0, a gate fails 1, a gate undecided 3.
@@ -29,6 +30,7 @@ AUDIT_EXIT = {"pass": EXIT_OK, "fail": EXIT_BLOCKED, "undecided": EXIT_UNDECIDED
 @click.option("--push", is_flag=True, help="With --publish: push that commit (never forced).")
 @candidate_option
 @json_option
+@format_option
 @click.pass_obj
 def audit(obj: Context, publish: bool, push: bool, candidate: str | None, as_json: bool) -> None:
     """Check, test, run every check, decide the four gates, and write the evidence pages."""

@@ -7,6 +7,7 @@ import sys
 import click
 
 from promote.cli.app import Context, candidate_option, cli, emit, hold_lock, json_option
+from promote.cli.ci_formats import format_option
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_PARTIAL, EXIT_UNDECIDED
 
 # Verdicts to exit codes, the contract in one table.
@@ -33,6 +34,7 @@ def init(obj: Context, overwrite: bool) -> None:
 @cli.command()
 @candidate_option
 @json_option
+@format_option
 @click.pass_obj
 def check(obj: Context, candidate: str | None, as_json: bool) -> None:
     """Read-only verdict: can trunk be fast-forwarded to the candidate on every mirror?"""

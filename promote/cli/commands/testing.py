@@ -7,6 +7,7 @@ import sys
 import click
 
 from promote.cli.app import Context, LiveProgress, cli, command_line, emit, hold_lock, json_option, load_config_of
+from promote.cli.ci_formats import format_option, junitxml_option, write_junitxml
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
 
 # `promote bisect`: a problem found exits 1, nothing to find 0, no answer 3.
@@ -28,6 +29,8 @@ BISECT_EXIT = {
     help="The commit under test; must be the one checked out (default: HEAD).",
 )
 @json_option
+@format_option
+@junitxml_option
 @click.pass_obj
 def test_command(obj: Context, package: str | None, candidate: str | None, as_json: bool) -> None:
     """Run the test packages with isolation; record what ran and what leaked."""
@@ -58,6 +61,7 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
             raise
     progress.close()
     record_test_run(config, result, command_line(), commit)
+    write_junitxml(result)
     emit(result.to_json(), run_report(result), as_json=as_json)
     sys.exit(EXIT_OK if result.green else EXIT_BLOCKED)
 
