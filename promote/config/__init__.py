@@ -9,7 +9,6 @@ from typing import Any
 from promote.config.model import (
     CONFIG_NAME,
     DEFAULT_TEST_PATHS,
-    LEAK_POLICIES,
     SYNC_METHODS,
     CIConfig,
     Config,
@@ -31,7 +30,6 @@ else:  # pragma: no cover - exercised on 3.10 only
 __all__ = [
     "CONFIG_NAME",
     "DEFAULT_TEST_PATHS",
-    "LEAK_POLICIES",
     "SYNC_METHODS",
     "CIConfig",
     "Config",

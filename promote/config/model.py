@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from promote.core.policies import RESTORE
 from promote.core.station import Station
 
 CONFIG_NAME = "promote.toml"
 DEFAULT_TEST_PATHS = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
-LEAK_POLICIES = ("restore", "report")
 SYNC_METHODS = ("git", "rsync")
 
 
@@ -20,7 +20,7 @@ class PackageConfig:
     name: str
     path: Path
     workers: int = 1
-    leaks: str = "restore"
+    leaks: str = RESTORE
     station: str | None = None
     python: str | None = None
     args: tuple[str, ...] = ()

@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 from promote.config.accel_parse import accelerations
 from promote.config.model import DEFAULT_TEST_PATHS as DEFAULT_TEST_PATHS
 from promote.config.model import (
-    LEAK_POLICIES,
     SYNC_METHODS,
     CIConfig,
     Config,
@@ -24,6 +23,7 @@ from promote.config.model import (
     StationConfig,
 )
 from promote.core.errors import ConfigError
+from promote.core.policies import CONFIGURABLE_LEAK_POLICIES, RESTORE
 from promote.core.station import Station
 
 T = TypeVar("T")
@@ -219,9 +219,10 @@ class Parser:
             if name in seen:
                 raise self.fail(f"{where}.name", "a name no other package has", name)
             seen.add(name)
-            leaks = self.get(tbl, "leaks", where, _is_str, '"restore" or "report"', "restore")
-            if leaks not in LEAK_POLICIES:
-                raise self.fail(f"{where}.leaks", '"restore" or "report"', leaks)
+            policies = " or ".join(f'"{p}"' for p in CONFIGURABLE_LEAK_POLICIES)
+            leaks = self.get(tbl, "leaks", where, _is_str, policies, RESTORE)
+            if leaks not in CONFIGURABLE_LEAK_POLICIES:
+                raise self.fail(f"{where}.leaks", policies, leaks)
             station = self.get(tbl, "station", where, _is_str, "a station name", None)
             if station is not None and station not in station_names:
                 known = ", ".join(sorted(station_names)) or "none defined"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from promote.config import PackageConfig
 from promote.core.errors import PromoteError
+from promote.core.policies import OFF
 from promote.core.process import telling_line
 from promote.core.pytest_ini import find_ini
 from promote.runners.package import PLUGIN, POLL_S, Watch, environment
@@ -175,7 +176,7 @@ class Rerunner:
         None when the package has no such test.
         """
         out_dir = self._next_dir("through")
-        self._pytest(out_dir, "--promote-out", str(out_dir), "--promote-leaks", "off", "--promote-until", victim)
+        self._pytest(out_dir, "--promote-out", str(out_dir), "--promote-leaks", OFF, "--promote-until", victim)
         records = [t for r in read_all_results(out_dir) for t in r.tests]
         order = [t.nodeid for t in sorted(records, key=lambda t: t.index) if t.parent is None and t.index > 0]
         if victim not in order:
@@ -193,7 +194,7 @@ class Rerunner:
         select.write_text("".join(f"{t}\n" for t in tests), encoding="utf-8")
         done = self._pytest(
             out_dir,
-            *("--promote-out", str(out_dir), "--promote-leaks", "off", "--promote-select", str(select)),
+            *("--promote-out", str(out_dir), "--promote-leaks", OFF, "--promote-select", str(select)),
             paths=self._paths(tests),
             tests=len(tests),
         )

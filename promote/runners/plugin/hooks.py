@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from promote.core.policies import LEAK_POLICIES, RESTORE
 from promote.core.station import Station, read_station
 from promote.runners.plugin.items import REQUIREMENTS, SERIAL_LEFT, requirements_of
 
@@ -37,8 +38,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--promote-leaks",
-        choices=("restore", "report", "off"),
-        default="restore",
+        choices=LEAK_POLICIES,
+        default=RESTORE,
         help="global state a test leaves changed: restore it (default), only report it, or do not probe at all",
     )
     group.addoption(
@@ -108,7 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Imported here so that a run without --promote-out pays nothing for the plugin.
     from promote.runners.plugin.recorder import Recorder
 
-    leaks = str(config.getoption("promote_leaks", default="restore"))
+    leaks = str(config.getoption("promote_leaks", default=RESTORE))
     recorder = Recorder(config, Path(out).resolve(), worker, leaks)
     config.pluginmanager.register(recorder, RECORDER)
 

@@ -8,8 +8,6 @@ from collections.abc import Sequence
 from promote.core.findings import Finding, Severity
 from promote.runners.plugin.probes import Change, Probe, Unreadable, show
 
-POLICIES = ("restore", "report", "off")
-
 
 class LeakWatch:
     """Snapshots probes, compares, restores under the `restore` policy, and times itself."""

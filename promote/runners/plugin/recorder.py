@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from promote.core.findings import Finding
+from promote.core.policies import OFF, RESTORE
 from promote.runners.plugin import outcomes
 from promote.runners.plugin.items import REQUIREMENTS, SERIAL_LEFT, failing_fixture
 from promote.runners.plugin.leaks import LeakWatch
@@ -78,7 +79,7 @@ class Recorder:
         self.streams = StreamTracker(self.mx, self._whereabouts) if self.mx else None
         self.watch: LeakWatch | None = None
         self.mlx_probes: MlxProbes | None = None
-        if leaks != "off":
+        if leaks != OFF:
             probes: list[Probe] = process_probes()
             if self.mx is not None:
                 self.mlx_probes = MlxProbes(self.mx)
@@ -88,7 +89,7 @@ class Recorder:
                 self.findings.append(Finding("leaked-state", "info", "mlx", message))
             extra, problems = entry_point_probes()
             self.findings += problems
-            self.watch = LeakWatch(probes + extra, restore=leaks == "restore")
+            self.watch = LeakWatch(probes + extra, restore=leaks == RESTORE)
 
     def _whereabouts(self) -> tuple[str | None, str, str | None]:
         phase = self.phase
