@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -267,3 +270,41 @@ def test_a_package_python_relative_to_its_directory_runs_it(tmp_path: Path) -> N
 
     assert code == 0, report
     assert package_of(report, "a")["passed"] == 1
+
+
+COMMITS_THEN_HANGS = """
+    import subprocess
+    import time
+
+    def test_commits_then_hangs():
+        who = ["-c", "user.name=x", "-c", "user.email=x@example.com"]
+        subprocess.run(["git", *who, "commit", "-q", "--allow-empty", "-m", "later"], check=True)
+        print("committed", flush=True)
+        time.sleep(120)
+"""
+
+
+def test_an_interrupted_run_is_stored_with_the_commit_the_tests_started_on(tmp_path: Path) -> None:
+    write_package(tmp_path, "a", {"test_a.py": COMMITS_THEN_HANGS})
+    write_config(tmp_path, [{"name": "a", "path": "a"}])
+    git(tmp_path, "init", "-q", "-b", "main")
+    head = commit(tmp_path, "the code under test")
+    proc = subprocess.Popen([sys.executable, "-m", "promote", "test"], cwd=tmp_path, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while git(tmp_path, "rev-parse", "HEAD^", check=False) != head:  # the test has committed, and now hangs
+            assert proc.poll() is None and time.monotonic() < deadline, "the test never committed"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+
+    assert proc.returncode == 130, err
+    (run_dir,) = (tmp_path / ".promote" / "runs").iterdir()
+    history = History(tmp_path / ".promote")
+    try:
+        stored = history.get(run_dir.name)
+    finally:
+        history.close()
+    assert (stored.kind, stored.interrupted, stored.commit) == ("test", True, head)
