@@ -9,6 +9,8 @@ from pathlib import Path
 from promote.core.errors import PromoteError
 
 STATE_DIR = ".promote"
+RUNS = "runs"
+BISECT = "bisect"
 
 
 class StateError(PromoteError):
@@ -32,9 +34,14 @@ def private_file(path: Path, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
     return os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
 
+def state_path(root: Path) -> Path:
+    """Where `.promote/` is under `root`, not created: for reading what may not be there."""
+    return root / STATE_DIR
+
+
 def state_dir(root: Path) -> Path:
     """`.promote/` under `root`, created 0700 on first use and ignored by git on its own."""
-    path = root / STATE_DIR
+    path = state_path(root)
     try:
         private_dir(path)
         ignore = path / ".gitignore"
@@ -50,4 +57,14 @@ def state_dir(root: Path) -> Path:
 
 def runs_dir(root: Path) -> Path:
     """`.promote/runs/`: one directory per `promote test` or audit run."""
-    return state_dir(root) / "runs"
+    return state_dir(root) / RUNS
+
+
+def runs_path(root: Path) -> Path:
+    """Where `.promote/runs/` is under `root`, not created: for finding earlier runs."""
+    return state_path(root) / RUNS
+
+
+def bisect_dir(root: Path) -> Path:
+    """`.promote/bisect/`: one directory per `promote bisect`."""
+    return state_dir(root) / BISECT

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from promote.core.redact import redact
-from promote.core.state import STATE_DIR, StateError, private_file, state_dir
+from promote.core.state import StateError, private_file, state_dir, state_path
 
 JOURNAL = "journal.jsonl"
 
@@ -51,7 +51,7 @@ def writable(root: Path) -> Path:
 
 def read(root: Path) -> list[dict[str, object]]:
     """Every journal entry, oldest first; a line cut short by a crash is skipped."""
-    path = root / STATE_DIR / JOURNAL
+    path = state_path(root) / JOURNAL
     try:
         text = path.read_text(encoding="utf-8") if path.exists() else ""
     except OSError as e:

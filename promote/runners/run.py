@@ -116,7 +116,7 @@ def select(config: Config, name: str | None) -> tuple[PackageConfig, ...]:
 
 def last_run_dir(config: Config, package: str) -> Path | None:
     """The newest stored run of `package`, if any (run ids sort by time)."""
-    runs = config.root / ".promote" / "runs"
+    runs = state.runs_path(config.root)
     if not runs.is_dir():
         return None
     found = sorted(d / package for d in runs.iterdir() if (d / package).is_dir())

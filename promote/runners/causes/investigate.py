@@ -176,7 +176,7 @@ def bisect_by_hand(
     config: Config, pkg: PackageConfig, victim: str, *, last_run: Path | None
 ) -> tuple[bisect.Verdict, Finding | None, int]:
     """`promote bisect`: from the last run's order when it has the test, else from collection order."""
-    base = state.state_dir(config.root) / "bisect" / state.new_run_id()
+    base = state.bisect_dir(config.root) / state.new_run_id()
     station = last_run.parent / "station.json" if last_run is not None else None
     rerunner = Rerunner(pkg, pkg.python or sys.executable, base, station if station and station.is_file() else None)
     prefix = prefix_of(victim, orders(last_run)) if last_run is not None else None

@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from promote.config import PackageConfig, StationConfig
+from promote.core.state import STATE_DIR
 from promote.core.station import Station, read_station
 from promote.runners import package as runner
 from promote.runners import stations
@@ -37,7 +38,8 @@ _SETSID = "import os, sys\ntry:\n    os.setsid()\nexcept OSError:\n    pass\nos.
 
 
 def default_workdir(top: Path) -> str:
-    return f"~/.promote/work/{top.name}"
+    """The station's workdir for the repository `top` when none is configured: under promote's state dir there."""
+    return f"~/{STATE_DIR}/work/{top.name}"
 
 
 def ran_on(result: PackageResult) -> Station | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import promote
 from promote.core.git import run_git
 from promote.core.process import Telling, run_bounded
+from promote.core.state import STATE_DIR
 from promote.core.station import Station
 from promote.runners.remote.ssh import StationError, Target, connection_failure, q
 from promote.runners.stations import observed
@@ -122,7 +123,7 @@ def rsync(target: Target, repo: Path, workdir: str) -> None:
     cmd = [
         "rsync", "--archive", "--delete", "--filter=:- .gitignore",
         # Our own state never travels; the station's copy of the plugin is not the tree's to delete.
-        "--exclude=/.git/", "--exclude=/.promote/", f"--exclude=/{LIB}/", f"--exclude=/{OUT}/",
+        "--exclude=/.git/", f"--exclude=/{STATE_DIR}/", f"--exclude=/{LIB}/", f"--exclude=/{OUT}/",
         # rsync splits -e into words itself, honouring quotes like a shell.
         "-e", shlex.join(target.ssh_command()),
         "--", f"{repo}/", f"{target.host_spec}:{workdir}/",
