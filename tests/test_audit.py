@@ -104,7 +104,9 @@ def test_two_audits_credit_the_fix_and_catch_the_skip(tmp_path: Path) -> None:
     ]
     assert any(f["check"] == "filtered-not-fixed" for f in doc["findings"])
     md = Path(report["pages"]["md"]).read_text()
-    assert "test\\_kernel\\.py::test\\_decode\\_parity" in md
+    # Ids are code spans: readable raw, nothing inside escaped.
+    assert "1 red test found and fixed rather than filtered: `test_kernel.py::test_decode_parity`" in md
+    assert "1 red test filtered, not fixed: `test_kernel.py::test_cache_warmup`" in md
     assert "<script>" not in md
     tags = Tags()
     tags.feed(Path(report["pages"]["html"]).read_text())

@@ -86,7 +86,7 @@ def test_the_demo_finds_every_planted_problem_at_its_cause_and_nothing_else(tmp_
     assert found == EXPECTED
     gates = {k: g["status"] for k, g in doc["gates"].items()}
     assert gates == {"tested": "fail", "docs": "fail", "merged": "fail", "deployed": "pass"}
-    assert any("laptop lacks 3 commit(s)" in line for line in doc["gates"]["merged"]["evidence"])
+    assert any("laptop lags 3 commits behind" in line for line in doc["gates"]["merged"]["evidence"])
     out = result.stdout
     assert [line.split()[0] for line in out.splitlines() if line.startswith("  found ")] == ["found"] * len(PLANTED)
     assert "MISSED" not in out

@@ -67,7 +67,7 @@ def test_unknown_run_names_recent_ones(tmp_path: Path) -> None:
         history.get("zz")
 
 
-def test_previous_comparable_run_shares_a_package(tmp_path: Path) -> None:
+def test_previous_comparable_run_ran_the_same_package(tmp_path: Path) -> None:
     history = History(tmp_path)
     history.record(run("r1", "2026-01-01T00:00:01", {"a": "passed"}, package="pkg"))
     history.record(run("r2", "2026-01-01T00:00:02", {"a": "passed"}, package="other"))
@@ -90,13 +90,13 @@ def stored(run_id: str, started: str, *packages: str, kind: str = "test") -> Sto
 
 
 def previous_by_scan(history: History, of: StoredRun) -> str | None:
-    """previous() as it was before it moved into SQL: every earlier run loaded until one shares a package."""
+    """previous() by brute force: every earlier run loaded until one ran every package `of` ran."""
     rows = history._db.execute(
         "SELECT id FROM runs WHERE started < ? OR (started = ? AND id < ?) ORDER BY started DESC, id DESC",
         (of.started, of.started, of.run_id),
     ).fetchall()
     for (run_id,) in rows:
-        if history.get(run_id).packages & of.packages:
+        if of.packages and of.packages <= history.get(run_id).packages:
             return str(run_id)
     return None
 
@@ -118,13 +118,15 @@ def test_previous_is_none_without_an_earlier_comparable_run(tmp_path: Path) -> N
     assert history.previous(stored("r3", "2026-01-01T00:00:03")) is None, "a run without tests compares with none"
 
 
-def test_previous_needs_one_shared_package_not_all(tmp_path: Path) -> None:
+def test_previous_ran_every_package_so_a_package_run_never_sets_a_full_runs_baseline(tmp_path: Path) -> None:
     history = History(tmp_path)
     history.record(stored("r1", "2026-01-01T00:00:01", "a", "b"))
-    history.record(stored("r2", "2026-01-01T00:00:02", "c"))
+    history.record(stored("r2", "2026-01-01T00:00:02", "b"))  # promote test --package b
     history.record(stored("r3", "2026-01-01T00:00:03", "d"))
-    assert previous_id(history, stored("r4", "2026-01-01T00:00:04", "b", "c")) == "r2"
-    assert previous_id(history, stored("r4", "2026-01-01T00:00:04", "b", "x")) == "r1"
+    assert previous_id(history, stored("r4", "2026-01-01T00:00:04", "a", "b")) == "r1", "the --package run is skipped"
+    assert previous_id(history, stored("r4", "2026-01-01T00:00:04", "b")) == "r2", "a --package run: last with b"
+    assert previous_id(history, stored("r4", "2026-01-01T00:00:04", "a")) == "r1"
+    assert previous_id(history, stored("r4", "2026-01-01T00:00:04", "b", "x")) is None, "no run had both"
 
 
 def test_previous_orders_same_second_runs_by_id(tmp_path: Path) -> None:
@@ -277,7 +279,7 @@ def test_fixes_are_credited_and_filtered_failures_are_not_fixes() -> None:
 
 def test_first_run_has_nothing_to_compare() -> None:
     deltas = compare(run("r1", "1", {"a": "passed"}), None)
-    assert deltas.headline == "1 pass; no earlier run to compare with"
+    assert deltas.first and deltas.headline == "first run of these packages: 1 pass, nothing earlier to compare with"
     assert deltas.findings() == []
 
 

@@ -27,4 +27,9 @@ def demo_report(run: DemoRun) -> str:
     lines += ["", f"demo finished in {run.seconds:.0f}s"]
     if not run.kept:
         lines.append("the workspace was temporary and is removed; `promote demo --keep DIR` keeps it and its pages")
+    elif run.temporary:
+        lines.append(
+            f"the workspace and its pages stay in {ex.root} (a temporary directory: remove it when done); "
+            "`promote demo --keep DIR` puts them where you choose"
+        )
     return "\n".join(lines)

@@ -55,7 +55,11 @@ def _listing(history: History, limit: int) -> tuple[dict[str, Any], str]:
         run = history.get(run_id)
         deltas = compare(run, history.previous(run))
         red = run.count("failed") + run.count("error") + run.count("crashed")
-        change = f"+{len(deltas.fixed)} fixed, -{len(deltas.newly_failing)} new red, {len(deltas.filtered)} filtered"
+        change = (
+            "first run of these packages"
+            if deltas.first
+            else f"+{len(deltas.fixed)} fixed, -{len(deltas.newly_failing)} new red, {len(deltas.filtered)} filtered"
+        )
         items.append(
             {"run": run.run_id, "kind": run.kind, "interrupted": run.interrupted, "started": run.started,
              "commit": run.commit, "passed": run.count("passed"), "red": red, "blocked": run.count("blocked"),

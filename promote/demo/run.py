@@ -65,6 +65,7 @@ class DemoRun:
     result: AuditResult
     seconds: float
     kept: bool = True  # False: the workspace was temporary and is gone
+    temporary: bool = False  # True: made in a new temporary directory (no --keep), left there for its pages
 
 
 def run_demo(root: Path, *, say: Say, on_progress: ProgressCallback | None = None) -> DemoRun:
@@ -95,10 +96,13 @@ def require_demo_extra() -> None:
 
 
 def demo(keep: Path | None, *, say: Say, on_progress: ProgressCallback | None = None) -> DemoRun:
-    """Run the demo in `keep` (kept), or in a temporary directory (removed before this returns)."""
+    """Run the demo in `keep`, or in a new temporary directory that is left in place.
+
+    Either way the workspace outlives the run: the report points into it (its pages, its repositories).
+    """
     require_demo_extra()
     if keep is not None:
         return run_demo(keep.resolve(), say=say, on_progress=on_progress)
-    with tempfile.TemporaryDirectory(prefix="promote-demo-") as tmp:
-        # Resolved: on macOS the temporary directory is reached through a symlink (/var -> /private/var).
-        return replace(run_demo(Path(tmp).resolve(), say=say, on_progress=on_progress), kept=False)
+    # Resolved: on macOS the temporary directory is reached through a symlink (/var -> /private/var).
+    tmp = Path(tempfile.mkdtemp(prefix="promote-demo-")).resolve()
+    return replace(run_demo(tmp, say=say, on_progress=on_progress), temporary=True)

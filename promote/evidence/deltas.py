@@ -45,8 +45,13 @@ class Deltas:
     @property
     def headline(self) -> str:
         if self.previous is None:
-            return f"{self.passed_now} pass; no earlier run to compare with"
+            return f"first run of these packages: {self.passed_now} pass, nothing earlier to compare with"
         return f"{self.passed_now} now pass where {self.passed_before} did"
+
+    @property
+    def first(self) -> bool:
+        """No earlier comparable run: nothing was fixed or broken *since*, it is where counting starts."""
+        return self.previous is None
 
     def findings(self) -> list[Finding]:
         return [
@@ -68,6 +73,7 @@ class Deltas:
             "passed_before": self.passed_before,
             "passed_now": self.passed_now,
             "headline": self.headline,
+            "first": self.first,
             "fixed": [d.to_json() for d in self.fixed],
             "newly_failing": [d.to_json() for d in self.newly_failing],
             "filtered_not_fixed": [d.to_json() for d in self.filtered],

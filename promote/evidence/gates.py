@@ -1,13 +1,19 @@
-"""The four EETISMAD gates, each pass, fail or undecided with the evidence lines that decided it."""
+"""The four EETISMAD gates: each pass, fail or undecided, with a short paragraph of facts and the details behind it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
 from promote.evidence.deltas import Deltas
+from promote.evidence.render import when
+from promote.release import journal
 from promote.release.check import CheckResult
+from promote.release.drift import Drift, DriftUndecided
 from promote.runners.run import RunResult
+from promote.runners.summary import PackageResult
 
 TITLES = (
     ("tested", "Everything E2E Tested"),
@@ -15,15 +21,29 @@ TITLES = (
     ("merged", "Merged"),
     ("deployed", "And Deployed"),
 )
+LISTED = 5  # names a gate row spells out before saying "and N more"
+# The docs check's line per feature: "NAME: page, page (listed in promote.toml)" or "NAME: no page (found at ...)".
+_DOCS_FEATURE = re.compile(r"^(?P<name>[^\s:]+): (?P<pages>.+?) \((?:listed in|found at) .*\)$")
 
 
 @dataclass(frozen=True)
 class Gate:
     status: str
-    evidence: tuple[str, ...]
+    evidence: tuple[str, ...]  # the row: short facts, first things first
+    details: tuple[str, ...] = ()  # what the sections below the gates show
 
     def to_json(self) -> dict[str, object]:
-        return {"status": self.status, "evidence": list(self.evidence)}
+        return {"status": self.status, "evidence": list(self.evidence), "details": list(self.details)}
+
+
+@dataclass(frozen=True)
+class MergeRecord:
+    """The journal's account of the merge that put the candidate on the mirrors."""
+
+    trunk: str
+    candidate: str
+    time: str
+    pushed: tuple[tuple[str, str | None], ...]  # (mirror, its trunk before), for each mirror advanced
 
 
 def worst(statuses: list[str]) -> str:
@@ -33,69 +53,196 @@ def worst(statuses: list[str]) -> str:
     return UNDECIDED if UNDECIDED in statuses else PASS
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def names(items: list[str], *, code: bool = True) -> str:
+    """ "a, b and c" (in backticks when `code`), at most LISTED of them."""
+    shown = [f"`{i}`" if code else i for i in items[:LISTED]]
+    if len(items) > LISTED:
+        shown.append(f"{len(items) - LISTED} more")
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def _how(p: PackageResult) -> str:
+    """Where and how a package ran, read from the command that ran it."""
+    cmd = list(p.command)
+    workers = cmd[cmd.index("-n") + 1] if "-n" in cmd[:-1] else "1"
+    if workers in ("0", "1"):
+        how = "serially in one process (workers = 1)"
+    else:
+        serial = " with the tests its `serial` setting or marker names on one worker after" if (
+            "--promote-serial" in cmd or "--promote-part" in cmd
+        ) else ""  # fmt: skip
+        how = f"on {workers} workers{serial}"
+    return f"on {p.station}, {how}"
+
+
+def _ci_steps(ci: CheckOutcome) -> int:
+    # The CI audit lists each test command of each job as an indented code line under its job.
+    return sum(1 for line in ci.evidence if line.startswith("  `"))
+
+
 def tested(run: RunResult | None, deltas: Deltas | None, ci: CheckOutcome | None) -> Gate:
     if run is None or not run.packages:
         return Gate(UNDECIDED, ("no test packages configured: nothing was observed running",))
-    counts = [sum(p.counts.values()) + p.crashed for p in run.packages]
-    lines = [f"{sum(counts)} tests across {len(counts)} packages ({' + '.join(map(str, counts))})"]
-    statuses = []
+    counts = {p.name: sum(p.counts.values()) + p.crashed for p in run.packages}
+    steps = f", plus {plural(_ci_steps(ci), 'CI step')}" if ci is not None else ""
+    per = " + ".join(f"{n} {c}" for n, c in counts.items())
+    lines = [f"{sum(counts.values())} tests across {plural(len(counts), 'package')} ({per}){steps}"]
+    ran: dict[str, list[str]] = {}
     for p in run.packages:
-        lines.append(
-            f"{p.name} on {p.station}: {p.passed} passed, {p.failed} failed, {p.errors} errors, "
-            f"{p.skipped} skipped, {p.blocked} blocked, {p.crashed} crashed"
-        )
+        ran.setdefault(_how(p), []).append(p.name)
+    for how, which in ran.items():
+        whole = len(which) == len(counts) > 1
+        who = ("both" if len(which) == 2 else f"all {len(which)}") if whole else names(which, code=False)
+        lines.append(f"{who} ran {how}")
+    statuses, details = [], []
+    for p in run.packages:
         statuses.append(PASS if p.green else FAIL)
-        # A package that ran nothing (or ended unexplained) shows 0s above: say why here.
+        red = [t for n, t in ((p.failed, f"{p.failed} failed"), (p.errors, plural(p.errors, "error")),
+                              (p.crashed, f"{p.crashed} crashed")) if n]  # fmt: skip
+        if red:
+            lines.append(f"{p.name}: {', '.join(red)}")
+        if p.blocked:
+            lines.append(f"{p.name}: {p.blocked} blocked (no station can run them)")
+        # A package that ran nothing (or ended unexplained) shows 0s above: say why.
         lines += [f"{p.name}: {f.message}" for f in p.findings if f.check == "package-error" and f.subject == p.name]
     if any(f.check == "rerun-undecided" for f in run.findings):
         statuses.append(UNDECIDED)
         lines.append("the cause of some failures is undecided (rerun budget)")
     if deltas is not None:
-        lines.append(deltas.headline)
-        lines += [f"found and fixed: {d.nodeid}" for d in deltas.fixed]
+        if deltas.fixed:
+            fixed = [d.nodeid for d in deltas.fixed]
+            lines.append(f"{plural(len(fixed), 'red test')} found and fixed rather than filtered: {names(fixed)}")
         if deltas.filtered:
             statuses.append(FAIL)
-            lines += [f"filtered, not fixed: {d.nodeid} ({d.before} -> {d.after})" for d in deltas.filtered]
+            gone = [d.nodeid for d in deltas.filtered]
+            lines.append(f"{plural(len(gone), 'red test')} filtered, not fixed: {names(gone)}")
+        lines.append(deltas.headline)
     if ci is None:
         lines.append("CI: no GitHub Actions workflows, so no CI job was audited")
     else:
         statuses.append(ci.status)
-        lines += [f"CI: {line}" for line in (ci.reason, *ci.evidence) if line]
-    return Gate(worst(statuses), tuple(lines))
+        lines.append(f"CI: {ci.reason}")
+        details += list(ci.evidence)
+    return Gate(worst(statuses), tuple(lines), tuple(details))
 
 
 def from_check(outcome: CheckOutcome | None, missing: str) -> Gate:
-    """A gate that one check decides on its own (docs, deployed)."""
+    """A gate that one check decides on its own."""
     if outcome is None:
         return Gate(UNDECIDED, (missing,))
     return Gate(outcome.status, tuple(line for line in (outcome.reason, *outcome.evidence) if line))
 
 
-def merged(check: CheckResult, last_merge: str | None) -> Gate:
+def docs(outcome: CheckOutcome | None, missing: str) -> Gate:
+    """Each feature and its page (or "no page"); where the pages were read, in the details."""
+    if outcome is None:
+        return Gate(UNDECIDED, (missing,))
+    features, details = [], []
+    for line in outcome.evidence:
+        m = _DOCS_FEATURE.match(line)
+        if m is None:
+            details.append(line)
+            continue
+        pages = m["pages"]
+        shown = pages if pages == "no page" else ", ".join(f"`{p.strip()}`" for p in pages.split(","))
+        features.append(f"{m['name']}: {shown}")
+        details.append(line)
+    return Gate(outcome.status, tuple(features) or (outcome.reason,), tuple(details))
+
+
+def merge_record(root: Path, candidate: str) -> MergeRecord | None:
+    """The journal's record of the merge that put `candidate` on every mirror, if promote did it."""
+    entries = journal.read(root)
+    for i in range(len(entries) - 1, -1, -1):
+        e = entries[i]
+        if e.get("op") == "merge" and e.get("candidate") == candidate and e.get("verdict") == "merged":
+            start = max((j for j in range(i) if entries[j].get("op") == "merge"), default=-1) + 1
+            pushed = {
+                str(p.get("mirror")): (None if p.get("before") is None else str(p.get("before")))
+                for p in entries[start:i]
+                if p.get("op") == "push" and p.get("candidate") == candidate and p.get("status") == "advanced"
+            }
+            return MergeRecord(str(e.get("trunk")), candidate, str(e.get("time", "")), tuple(pushed.items()))
+    return None
+
+
+def _fast_forwarded(record: MergeRecord) -> str:
+    to = f"`{record.candidate[:7]}`"
+    befores = {before for _, before in record.pushed}
+    mirrors = [m for m, _ in record.pushed]
+    if len(befores) == 1:
+        before = next(iter(befores))
+        start = f" `{before[:7]}`" if before else " an empty branch"
+        return f"{record.trunk} fast-forwarded{start} to {to} on {names(mirrors, code=False)}, no force"
+    each = ", ".join(f"{m} from `{(b or 'nothing')[:7]}`" for m, b in record.pushed)
+    return f"{record.trunk} fast-forwarded to {to} on {each}, no force"
+
+
+def merged(check: CheckResult, record: MergeRecord | str | None) -> Gate:
     mirrors = check.mirrors
-    sha = check.candidate[:7]
-    lines = []
-    if last_merge:
-        lines.append(last_merge)
-    agree = [m.name for m in mirrors if m.status == "up-to-date"]
-    if mirrors and len(agree) == len(mirrors):
-        lines.append(f"all {len(mirrors)} mirrors agree: {check.trunk} is {sha} on {', '.join(agree)}")
-        return Gate(PASS, tuple(lines))
-    for m in mirrors:
-        if m.status == "fast-forward":
-            lines.append(
-                f"{m.name} lacks {m.behind} commit(s) of {sha}: not merged there yet "
-                "(a fast-forward, nothing to discard: `promote merge` is safe)"
-            )
-        elif m.status == "diverged":
-            lines.append(f"{m.name} has {m.discard} commit(s) the candidate lacks: diverged")
-        elif m.status in ("missing", "unreachable"):
-            lines.append(f"{m.name} is {m.status}: {m.reason}")
     if not mirrors:
         return Gate(UNDECIDED, ("no mirrors configured",))
-    statuses = [
-        FAIL if m.status in ("fast-forward", "diverged", "missing") else UNDECIDED
-        for m in mirrors
-        if m.status != "up-to-date"
-    ]
+    sha = f"`{check.candidate[:7]}`"
+    agree = [m.name for m in mirrors if m.status == "up-to-date"]
+    lines = []
+    if isinstance(record, MergeRecord) and record.pushed:
+        lines.append(_fast_forwarded(record))
+    elif isinstance(record, str):
+        lines.append(record)
+    if len(agree) == len(mirrors):
+        if len(mirrors) == 1:
+            lines.append(f"the one mirror, {agree[0]}, holds {sha} on {check.trunk}")
+        else:
+            lines.append(f"all {len(mirrors)} mirrors agree: {check.trunk} is {sha} on {names(agree, code=False)}")
+        if isinstance(record, MergeRecord) and record.pushed:
+            lines.append(
+                "each was verified an ancestor of the candidate before it was pushed, so nothing was discarded"
+            )
+        return Gate(PASS, tuple(lines))
+    statuses = []
+    for m in mirrors:
+        if m.status == "fast-forward":
+            statuses.append(FAIL)
+            lines.append(f"{m.name} lags {plural(m.behind or 0, 'commit')} behind {sha}: a fast-forward, nothing to "
+                         "discard, so `promote merge` is safe")  # fmt: skip
+        elif m.status == "diverged":
+            statuses.append(FAIL)
+            lines.append(f"{m.name} has {plural(m.discard or 0, 'commit')} the candidate lacks: diverged, "
+                         "`promote merge` refuses (it never forces)")  # fmt: skip
+        elif m.status in ("missing", "unreachable"):
+            statuses.append(FAIL if m.status == "missing" else UNDECIDED)
+            lines.append(f"{m.name} is {m.status}: {m.reason}")
+    if agree:
+        lines.append(f"{names(agree, code=False)} already {'holds' if len(agree) == 1 else 'hold'} {sha}")
     return Gate(worst(statuses), tuple(lines))
+
+
+def deployed(outcome: CheckOutcome | None, drift: Drift | DriftUndecided | None, trunk: str, missing: str) -> Gate:
+    """ "<ref> has served this tree since <date>", then how trunk differs from it; the files in the details."""
+    if outcome is None:
+        return Gate(UNDECIDED, (missing,))
+    if not isinstance(drift, Drift) or outcome.status == UNDECIDED:
+        return Gate(outcome.status, (outcome.reason,), tuple(outcome.evidence))
+    ref = f"`{drift.ref}` (`{drift.sha[:7]}`)" if drift.ref != drift.sha else f"`{drift.sha[:7]}`"
+    since = f"since {when(drift.served_since)} ({drift.served_since_source})"
+    head = f"{trunk} (`{drift.candidate[:7]}`)"
+    status = drift.status
+    if status == "same":
+        lines = [f"{ref} has served this tree {since}", f"{trunk} and deployed are the same commit"]
+    elif status == "test-only":
+        n = plural(drift.undeployed, "commit")
+        lines = [f"{ref} has served this tree {since}", f"{head} is {n} ahead, test-only: binary unchanged"]
+    elif status == "behind":
+        lines = [f"{ref} has served {since}", f"{head} lacks {plural(drift.trunk_behind, 'commit')} it serves: "
+                 "promoting would drop them"]  # fmt: skip
+    else:
+        n = plural(drift.undeployed, "commit")
+        lines = [f"{ref} has served {since}", f"{head} is {n} ahead, changing non-test files: not deployed"]
+    details = [f"`{c.short}` {c.subject} ({c.author})" for c in drift.undeployed_commits]
+    if drift.changed_files:
+        details.append(f"files changed: {', '.join(f'`{f}`' for f in drift.changed_files)}")
+    return Gate(outcome.status, tuple(lines), tuple(details))

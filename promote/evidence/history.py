@@ -276,10 +276,11 @@ class History:
         )
 
     def previous(self, run: StoredRun) -> StoredRun | None:
-        """The newest earlier run that is comparable: it ran at least one of the same packages.
+        """The newest earlier run that is comparable: it ran every package `run` ran (a `--package` run is not).
 
-        Earlier means before `run` in (started, id) order, of any kind; `run` need not be stored yet, and its
-        packages are taken from `run` itself, not from the database.
+        A full run after a `--package` run compares with the last full one; a `--package` run compares with the last
+        run that included its package. Earlier means before `run` in (started, id) order, of any kind; `run` need
+        not be stored yet, and its packages are taken from `run` itself, not from the database.
         """
         packages = sorted(run.packages)
         if not packages:
@@ -288,9 +289,9 @@ class History:
         # matched made `promote history` quadratic in the size of the history.
         row = self._db.execute(
             "SELECT r.id FROM runs AS r WHERE (r.started, r.id) < (?, ?) AND r.interrupted = 0"
-            " AND EXISTS (SELECT 1 FROM tests AS t WHERE t.run_id = r.id"
-            f" AND t.package IN ({', '.join('?' * len(packages))}))"
+            " AND (SELECT COUNT(DISTINCT t.package) FROM tests AS t WHERE t.run_id = r.id"
+            f" AND t.package IN ({', '.join('?' * len(packages))})) = ?"
             " ORDER BY r.started DESC, r.id DESC LIMIT 1",
-            (run.started, run.run_id, *packages),
+            (run.started, run.run_id, *packages, len(packages)),
         ).fetchone()
         return None if row is None else self.get(str(row[0]))

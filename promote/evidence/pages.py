@@ -46,15 +46,50 @@ def verdict(gates: dict[str, Gate]) -> str:
     return worst([g.status for g in gates.values()])
 
 
+def _line(f: Finding, others: list[Finding]) -> dict[str, Any]:
+    """One finding as one line: the cause only when it is not the subject, another finding's message not repeated."""
+    message = f.message
+    for other in others:
+        # e.g. an order-dependent finding quoting the polluter's leaked-state message word for word
+        if other is not f and len(other.message) >= 30 and other.message in message and other.message != message:
+            message = message.replace(other.message, f"see {other.check} for {other.subject}")
+    if message.startswith(f"{f.subject}: "):
+        message = message[len(f.subject) + 2 :]
+    # The cause only when it adds something: not the subject again, not a name the message already gives.
+    cause = f.cause if f.cause and f.cause != f.subject and f.cause not in message else None
+    return {"severity": f.severity, "subjects": [f.subject], "cause": cause, "message": message}
+
+
 def _grouped(findings: list[Finding]) -> list[dict[str, Any]]:
-    groups: dict[str, list[dict[str, Any]]] = {}
+    """Findings by check, one line each; findings that say the same thing about several subjects share a line."""
+    groups: dict[str, list[Finding]] = {}
     for f in findings:
-        groups.setdefault(f.check, []).append(f.to_json())
-    return [{"check": check, "findings": items} for check, items in sorted(groups.items())]
+        groups.setdefault(f.check, []).append(f)
+    out = []
+    for check, items in sorted(groups.items()):
+        lines: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+        for f in items:
+            line = _line(f, findings)
+            key = (line["severity"], line["message"], line["cause"])
+            if key in lines:
+                if f.subject not in lines[key]["subjects"]:
+                    lines[key]["subjects"].append(f.subject)
+            else:
+                lines[key] = line
+        out.append({"check": check, "findings": [f.to_json() for f in items], "lines": list(lines.values())})
+    return out
+
+
+def comparable(runs: list[StoredRun]) -> list[StoredRun]:
+    """The runs (newest first) of exactly the package set the newest ran, none interrupted: what a chart compares."""
+    if not runs:
+        return []
+    packages = runs[0].packages
+    return [r for r in runs if r.packages == packages and not r.interrupted]
 
 
 def history_points(runs: list[StoredRun]) -> list[dict[str, Any]]:
-    """Passed / failed / blocked of each run, oldest first (for the chart)."""
+    """Passed / failed / blocked of each run comparable with the newest, oldest first (for the chart)."""
     return [
         {
             "run": r.run_id,
@@ -63,7 +98,7 @@ def history_points(runs: list[StoredRun]) -> list[dict[str, Any]]:
             "failed": r.count("failed") + r.count("error") + r.count("crashed"),
             "blocked": r.count("blocked"),
         }
-        for r in reversed(runs)
+        for r in reversed(comparable(runs))
     ]
 
 
@@ -78,8 +113,13 @@ def document(
     last_merge: str | None,
     history: list[dict[str, Any]],
     provenance: dict[str, str],
+    sections: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The evidence document: everything the pages show, as plain JSON."""
+    """The evidence document: everything the pages show, as plain JSON.
+
+    `sections` lists extra sections after the findings, each {"key", "title", "md", "html", "data"}: the
+    Markdown and HTML templates (in promote/templates) that render its `data`.
+    """
     return {
         "$schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
@@ -100,6 +140,7 @@ def document(
         "merge": {"verdict": check.verdict, "mirrors": [m.to_json() for m in check.mirrors], "last_merge": last_merge},
         "deployed": check.drift.to_json() if check.drift else None,
         "history": history,
+        "sections": list(sections or []),
         "provenance": {"tool": "promote", "version": __version__, **provenance},
     }
 

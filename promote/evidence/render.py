@@ -3,42 +3,127 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-# Everything Markdown (or the HTML an mkdocs site lets through) could read as markup.
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
-# `text` in an evidence line or a message: a command, a file or an id, shown as code in HTML.
+from promote.evidence import chart as chart_mod
+
+# `text` in an evidence line or a message: a command, a file or an id, shown as code.
 _BACKTICKED = re.compile(r"`([^`]+)`")
+# What CommonMark (with GFM tables and strikethrough) would read as markup in the middle of a line. Each is escaped
+# only where it could act: `_` at a word's edge (inside a word it never emphasises), `[`/`]` where a link could
+# form, `<` always (raw HTML and autolinks), `&` only before an entity name.
+_MD_INLINE = re.compile(
+    r"""(?P<bs>\\(?=[!-/:-@\[-`{-~]))        # a backslash that would escape what follows
+      |(?P<star>\*)
+      |(?P<tick>`)
+      |(?P<under>(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))
+      |(?P<link>\]\s*[(\[])
+      |(?P<bang>!\[)
+      |(?P<lt><)
+      |(?P<amp>&(?=\#?[A-Za-z0-9]+;))
+      |(?P<tilde>~~)
+      |(?P<pipe>\|)""",
+    re.VERBOSE,
+)
+# At the start of a line these begin a heading, quote, list, rule or setext underline.
+_MD_LINE_START = re.compile(r"^(#|>|\[|[-+*=](?=\s|$)|\d+(?=[.)](?:\s|$)))")
 
 
-def md_escape(value: object) -> str:
-    """Text safe to place anywhere in a Markdown page, table cells included: no markup survives."""
+class Md(str):
+    """Markdown that is already safe: the page's finalize passes it through untouched."""
+
+
+def md_text(value: object, *, line_start: bool = True) -> str:
+    """Plain text for a Markdown page: one line, escaped only where Markdown would read it as markup."""
     if value is None:
         return ""
+    if isinstance(value, Md):
+        return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
+    text = re.sub(r"\s+", " ", str(value))
+    text = _MD_INLINE.sub(_escape_match, text)
+    if not line_start:
+        return text
+    return _MD_LINE_START.sub(lambda m: m.group(0) + "\\" if m.group(0)[0].isdigit() else "\\" + m.group(0), text)
+
+
+def _escape_match(m: re.Match[str]) -> str:
+    kind, text = m.lastgroup, m.group(0)
+    if kind == "amp":
+        return "&amp;"
+    if kind == "link":
+        return "\\" + text
+    if kind == "bang":
+        return "!\\["
+    if kind == "tilde":
+        return "\\~\\~"
+    return "\\" + text
+
+
+def md_code(value: object) -> Md:
+    """`value` as a Markdown code span: nothing inside is escaped (so no table cell may hold one with a pipe)."""
     text = " ".join(str(value).split())
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or (text.startswith(" ") and text.endswith(" ")) else ""
+    return Md(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def md_inline(value: object) -> Md:
+    """Text whose `backticked` parts become code spans and the rest plain escaped text."""
+    text = " ".join(str(value or "").split())
+    out, at = [], 0
+    for m in _BACKTICKED.finditer(text):
+        out += [md_text(text[at : m.start()], line_start=at == 0), md_code(m.group(1))]
+        at = m.end()
+    out.append(md_text(text[at:], line_start=at == 0))
+    return Md("".join(out))
+
+
+def when(value: object) -> str:
+    """An ISO timestamp to the second, with its zone ("2026-11-30 23:01:36 UTC"); other text as it is."""
+    text = str(value or "")
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return text
+    if moment.tzinfo is None:
+        return moment.strftime("%Y-%m-%d %H:%M:%S")
+    zone = moment.strftime("%z")
+    shown = "UTC" if zone in ("+0000", "-0000") else f"{zone[:3]}:{zone[3:]}"
+    return f"{moment.strftime('%Y-%m-%d %H:%M:%S')} {shown}"
+
+
+def _finalize(value: object) -> object:
+    return md_text(value)
 
 
 def _environment(*, html: bool) -> Environment:
     # Markdown: `finalize` runs on every {{ expression }}, so nothing from a test name or message reaches
-    # the page raw. HTML: Jinja2's own autoescaping.
-    escaping: dict[str, Any] = {"autoescape": True} if html else {"autoescape": False, "finalize": md_escape}
+    # the page raw (only what md_code / md_inline made safe passes through). HTML: Jinja2's own autoescaping.
+    escaping: dict[str, Any] = {"autoescape": True} if html else {"autoescape": False, "finalize": _finalize}
     env = Environment(
         loader=PackageLoader("promote", "templates"),
         undefined=StrictUndefined,
+        keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
         **escaping,
     )
     env.filters["status_mark"] = lambda s: {"pass": "PASS", "fail": "FAIL"}.get(str(s), "UNDECIDED")
-    env.filters["id_breaks"] = id_breaks
-    env.filters["inline_code"] = inline_code
+    env.filters["when"] = when
+    if html:
+        env.filters["id_breaks"] = id_breaks
+        env.filters["inline_code"] = inline_code
+    else:
+        env.filters["code"] = md_code
+        env.filters["inline_code"] = md_inline
+        env.filters["id_breaks"] = md_code
     return env
 
 
@@ -52,18 +137,9 @@ def inline_code(value: object) -> Markup:
     return Markup(_BACKTICKED.sub(r"<code>\1</code>", str(escape(str(value)))))
 
 
-def chart(history: list[dict[str, Any]], *, width: int = 640, height: int = 160) -> dict[str, Any]:
-    """Polyline points (numbers only) for passed / failed / blocked over the last runs."""
-    series = ("passed", "failed", "blocked")
-    top = max([1, *(int(h.get(s, 0)) for h in history for s in series)])
-    step = width / max(1, len(history) - 1)
-    dots: dict[str, list[tuple[float, float]]] = {
-        s: [(round(i * step, 1), round(height - int(h.get(s, 0)) * height / top, 1)) for i, h in enumerate(history)]
-        for s in series
-    }
-    # A line needs two runs; a dot per run shows the first one too.
-    lines = {s: " ".join(f"{x},{y}" for x, y in points) for s, points in dots.items()}
-    return {"width": width, "height": height, "top": top, "lines": lines, "dots": dots, "runs": len(history)}
+def chart(history: list[dict[str, Any]]) -> chart_mod.Chart:
+    """The history chart's geometry (numbers and short labels only)."""
+    return chart_mod.layout(history)
 
 
 def markdown(doc: dict[str, Any]) -> str:

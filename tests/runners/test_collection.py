@@ -84,7 +84,8 @@ def test_a_root_conftest_that_exits_is_a_package_error_not_green_and_fails_the_t
     assert message.endswith(f"; the previous run ({first['run']}) ran 2 test(s)")
     gate = gates.tested(result, None, None)
     assert gate.status == "fail"
-    assert gate.evidence[1].startswith("pkg on ") and ": 0 passed" in gate.evidence[1]
+    assert gate.evidence[0].startswith("0 tests across 1 package (pkg 0)")
+    assert gate.evidence[1].startswith("pkg ran on ")
     assert gate.evidence[2] == f"pkg: {message}"
     # The CLI says so too: not green, exit 1.
     code, again = run_json(tmp_path, "test")

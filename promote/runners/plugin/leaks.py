@@ -86,7 +86,7 @@ class LeakWatch:
             for c in changes
         )
         if not self.restore:
-            what = "left as is (leaks = report)"
+            what = 'left as is, as leaks = "report" asks'
         elif failed:
             what = f"restored {', '.join(restored) or 'nothing'}; could not restore {', '.join(failed)}"
         else:
