@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import plistlib
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +24,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - the fallback promote itself depends on
     import tomli as tomllib
 
-README = (Path(__file__).parent.parent / "README.md").read_text()
+ROOT = Path(__file__).parent.parent
+README = (ROOT / "README.md").read_text()
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 
 
 def blocks(language: str) -> list[str]:
@@ -43,7 +48,11 @@ def test_yaml_examples_parse_and_the_workflow_runs_an_audit() -> None:
     parsed = [yaml.safe_load(text) for text in blocks("yaml")]
     workflow = next(p for p in parsed if isinstance(p, dict) and "jobs" in p)
     steps = workflow["jobs"]["audit"]["steps"]
-    assert any("promote audit" in step.get("run", "") for step in steps)
+    # The workflow uses this repository's action, which runs the audit (tests/test_action.py runs its steps).
+    [action] = [s for s in steps if s.get("uses", "").split("@")[0].endswith("/promote")]
+    assert set(action.get("with", {})) <= set(ACTION["inputs"])
+    assert any("promote audit" in step.get("run", "") for step in ACTION["runs"]["steps"])
+    assert not any("pip install promote" in step.get("run", "") for step in steps)  # another project's name
     assert workflow[True]["schedule"][0]["cron"] == "30 2 * * *"  # YAML 1.1 reads the key `on` as True
     hook = next(p for p in parsed if isinstance(p, dict) and "repos" in p)
     assert hook["repos"][0]["hooks"][0]["id"] == "promote-check"
@@ -66,9 +75,40 @@ def test_every_command_in_the_exit_code_table_exists() -> None:
 
 
 def test_pre_commit_hook_id_matches_the_manifest() -> None:
-    manifest = yaml.safe_load((Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text())
+    manifest = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert manifest[0]["id"] == "promote-check"
     assert manifest[0]["entry"] == "promote check"
+    # A pre-push hook needs its hook type installed; the README says how.
+    assert manifest[0]["stages"] == ["pre-push"]
+    assert "pre-commit install --hook-type pre-push" in "".join(blocks("sh"))
+    # Its environment installs the repository alone: the core dependencies, no MLX or mlx-lm.
+    assert manifest[0]["language"] == "python"
+    assert not any("mlx" in dep for dep in manifest[0].get("additional_dependencies", []))
+
+
+def shell_line(starting: str) -> str:
+    [line] = [ln for text in blocks("sh") for ln in text.splitlines() if ln.startswith(starting)]
+    return line.split("  #")[0].strip()
+
+
+def test_the_plugin_command_runs_as_written_where_promote_is_installed(tmp_path: Path) -> None:
+    (tmp_path / "test_it.py").write_text("def test_it():\n    assert True\n")
+    command = shell_line("pytest -p promote.runners.plugin.hooks")
+    argv = [sys.executable, "-m", *command.replace("DIR", str(tmp_path / "out")).split()]
+    done = subprocess.run([*argv, "-p", "no:cacheprovider"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "already registered" not in done.stderr
+    [record] = json.loads((tmp_path / "out" / "results-main.json").read_text())["tests"]
+    assert (record["nodeid"], record["outcome"]) == ("test_it.py::test_it", "passed")
+
+
+def test_the_completion_line_prints_a_bash_completion_function() -> None:
+    line = shell_line('eval "$(_PROMOTE_COMPLETE=bash_source promote)"')
+    assert line == 'eval "$(_PROMOTE_COMPLETE=bash_source promote)"'
+    promote = Path(sys.executable).parent / "promote"
+    env = {**os.environ, "_PROMOTE_COMPLETE": "bash_source"}
+    done = subprocess.run([str(promote)], capture_output=True, text=True, env=env, check=True)
+    assert "_promote_completion()" in done.stdout and "complete -o nosort -F _promote_completion" in done.stdout
 
 
 CONTRACT_CHECKS = {

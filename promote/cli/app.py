@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import sys
 import threading
@@ -13,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from promote import __version__
+from promote.cli.terminal import GROUP_EPILOG, color_wanted, colorize, epilog
 from promote.core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, error_handler
 
 if TYPE_CHECKING:
     from promote.config import Config
     from promote.config.workspace import Workspace
+    from promote.runners.causes.investigate import Step
 
 
 candidate_option = click.option(
@@ -32,6 +35,18 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print machin
 
 class PromoteGroup(click.Group):
     """A click group whose `main` is the one place errors and verdicts become exit codes."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        # Every command's --help ends with its exit codes and an example.
+        cmd.epilog = cmd.epilog or epilog(name or cmd.name or "")
+        super().add_command(cmd, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command with its whole one-line summary (wrapped, never cut off with "...")."""
+        rows = [(name, cmd.get_short_help_str(limit=1000)) for name, cmd in sorted(self.commands.items())]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
@@ -53,30 +68,52 @@ class LiveProgress:
     """Tests done / total per package: one live line on a terminal, a line per finished package otherwise."""
 
     def __init__(self, *, live: bool) -> None:
-        self.live = live
+        root = click.get_current_context(silent=True)
+        obj = root.find_root().obj if root is not None else None
+        # -q: no progress at all; -v: every rerun on its own line even when stderr is not a terminal.
+        self.verbosity = obj.verbosity if isinstance(obj, Context) else 0
+        self.live = live and self.verbosity >= 0
         self.state: dict[str, tuple[int, int]] = {}
         self.lock = threading.Lock()
+        self.stepped = False
 
     def update(self, name: str, done: int, total: int, finished: bool) -> None:
         with self.lock:
             self.state[name] = (done, total)
             if self.live:
+                # color=True: clearing the line is cursor control, kept under NO_COLOR (which drops colour only).
                 line = "  ".join(f"{n} {d}/{t or '?'}" for n, (d, t) in self.state.items())
-                click.echo(f"\r\x1b[2K{line}", err=True, nl=False)
-            elif finished:
+                click.echo(f"\r\x1b[2K{line}", err=True, nl=False, color=True)
+            elif finished and self.verbosity >= 0:
                 click.echo(f"{name}: {done}/{total} tests finished", err=True)
 
+    def step(self, step: Step) -> None:
+        """A rerun starting: what it does, for which test, k of n (reruns and bisection take seconds each)."""
+        from promote.core.redact import clean
+
+        if step.action == "alone":
+            line = f"rerunning failed tests alone {step.k}/{step.n}: {clean(step.test)}"
+        else:
+            line = f"bisecting {clean(step.test)}: rerun {step.k}/~{step.n}, after {step.before} test(s)"
+        with self.lock:
+            if self.live:
+                self.stepped = True
+                click.echo(f"\r\x1b[2K{line}", err=True, nl=False, color=True)
+            elif self.verbosity > 0:
+                click.echo(line, err=True)
+
     def close(self) -> None:
-        if self.live and self.state:
+        if self.live and (self.state or self.stepped):
             click.echo("", err=True)
 
 
 class Context:
     """Global options shared by every subcommand."""
 
-    def __init__(self, directory: Path, config: Path | None) -> None:
+    def __init__(self, directory: Path, config: Path | None, verbosity: int = 0) -> None:
         self.directory = directory
         self.config = config
+        self.verbosity = verbosity  # -1 quiet, 0 normal, 1 verbose
 
     def workspace(self) -> Workspace:
         from promote.config.workspace import open_workspace
@@ -91,11 +128,20 @@ def emit(data: dict[str, object] | None, text: str, *, as_json: bool) -> None:
     fmt = chosen_format(as_json)
     # Secrets redacted; control characters (from commit subjects, test names, output) shown, never sent raw.
     shown = current().data(data)
-    click.echo(machine_text(shown, fmt) if fmt != "text" else clean(text))
+    click.echo(machine_text(shown, fmt) if fmt != "text" else styled(clean(text)))
     annotate(shown, fmt)
 
 
-@click.group(cls=PromoteGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def styled(text: str) -> str:
+    """Report text, coloured on a terminal unless NO_COLOR is set (after cleaning: colour is promote's alone)."""
+    return colorize(text) if color_wanted(sys.stdout) else text
+
+
+@click.group(
+    cls=PromoteGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
+    epilog=GROUP_EPILOG,
+)
 @click.version_option(__version__, prog_name="promote")
 @click.option(
     "-C",
@@ -110,10 +156,16 @@ def emit(data: dict[str, object] | None, text: str, *, as_json: bool) -> None:
     default=None,
     help="Configuration file (default: nearest promote.toml or pyproject.toml).",
 )
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines; only the report and errors.")
+@click.option("-v", "--verbose", is_flag=True, help="Every rerun and bisection step on its own line.")
 @click.pass_context
-def cli(ctx: click.Context, directory: Path, config: Path | None) -> None:
+def cli(ctx: click.Context, directory: Path, config: Path | None, quiet: bool, verbose: bool) -> None:
     """Promote a release safely: verify every mirror, fast-forward without force, prove it."""
-    ctx.obj = Context(directory, config)
+    if quiet and verbose:
+        raise click.UsageError("-q and -v contradict each other; pass one")
+    if os.environ.get("NO_COLOR"):
+        ctx.color = False
+    ctx.obj = Context(directory, config, -1 if quiet else 1 if verbose else 0)
 
 
 def command_line() -> str:

@@ -27,7 +27,7 @@ from promote.core.state import new_run_id
 from promote.core.station import Station
 from promote.runners import package as runner
 from promote.runners import requirements
-from promote.runners.causes.investigate import Budget, investigate
+from promote.runners.causes.investigate import Budget, StepCallback, investigate
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.records import write_atomic
@@ -148,8 +148,9 @@ def run_tests(
     package: str | None = None,
     on_progress: ProgressCallback | None = None,
     run_id: str | None = None,
+    on_step: StepCallback | None = None,
 ) -> RunResult:
-    """Run the selected packages concurrently (bounded by cores) and store the run."""
+    """Run the selected packages concurrently (bounded by cores) and store the run; `on_step`: each rerun."""
     chosen = select(config, package)
     run_id = run_id or new_run_id()
     plan = Plan(config, chosen, state.runs_dir(config.root) / run_id, max(1, min(len(chosen), os.cpu_count() or 1)))
@@ -165,7 +166,7 @@ def run_tests(
         raise
     results = follow_all(plan, fleet, launched, live, on_progress)
     results = classify_blocked(plan, fleet, results)
-    results = find_causes(plan, results)
+    results = find_causes(plan, results, on_step)
     result = RunResult(
         run_id=run_id,
         started=started,
@@ -269,11 +270,15 @@ def classify_blocked(plan: Plan, fleet: Inventory, results: tuple[PackageResult,
     return tuple(requirements.classify(r, remote.inventory_for(fleet, r), rules) for r in results)
 
 
-def find_causes(plan: Plan, results: tuple[PackageResult, ...]) -> tuple[PackageResult, ...]:
+def find_causes(
+    plan: Plan, results: tuple[PackageResult, ...], on_step: StepCallback | None = None
+) -> tuple[PackageResult, ...]:
     """The cause of each failure: reruns alone and bisection, one package after another (one shared budget)."""
     budget = Budget(plan.config.max_reruns)
     # A package that ran on another station is not rerun: here is not where it ran.
-    return tuple(r if plan.station_of(i) else investigate(plan.packages[i], r, budget) for i, r in enumerate(results))
+    return tuple(
+        r if plan.station_of(i) else investigate(plan.packages[i], r, budget, on_step) for i, r in enumerate(results)
+    )
 
 
 def write_reports(result: RunResult, *, wall_s: float) -> None:

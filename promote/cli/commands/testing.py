@@ -54,7 +54,9 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
         # Read before the tests start: the commit they run on, whatever is committed while they run.
         commit = head_commit(config)
         try:
-            result = run_tests(config, package=package, on_progress=progress.update, run_id=run_id)
+            result = run_tests(
+                config, package=package, on_progress=progress.update, run_id=run_id, on_step=progress.step
+            )
         except KeyboardInterrupt:
             progress.close()
             record_interrupted_run(config, run_id, started, command_line(), commit)
@@ -82,7 +84,10 @@ def bisect_command(obj: Context, test_id: str, package: str | None, as_json: boo
         names = ", ".join(p.name for p in chosen)
         raise UsageError(f"{test_id}: which package? pass --package NAME (packages: {names})")
     pkg = chosen[0]
-    verdict, finding, invocations = bisect_by_hand(config, pkg, test_id, last_run=last_run_dir(config, pkg.name))
+    progress = LiveProgress(live=sys.stderr.isatty())
+    last_run = last_run_dir(config, pkg.name)
+    verdict, finding, invocations = bisect_by_hand(config, pkg, test_id, last_run=last_run, on_step=progress.step)
+    progress.close()
     data = {
         "test": verdict.test,
         "package": pkg.name,

@@ -95,10 +95,42 @@ def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding]) -> Finding | No
     return None
 
 
-def oracle(rerunner: Rerunner, victim: str) -> Callable[[Sequence[str]], bool]:
+@dataclass(frozen=True)
+class Step:
+    """A rerun about to start, for a live line: `alone` or `bisect`, the test, and this is k of n."""
+
+    action: str
+    test: str
+    k: int
+    n: int
+    before: int = 0  # how many tests run ahead of it in this rerun
+
+
+StepCallback = Callable[[Step], None]
+
+
+class Steps:
+    """Counts reruns as they start and tells `on_step` (thread-safe: reruns alone run concurrently)."""
+
+    def __init__(self, on_step: StepCallback | None, action: str, n: int) -> None:
+        self.on_step, self.action, self.n, self.k = on_step, action, n, 0
+        self.lock = threading.Lock()
+
+    def started(self, test: str, before: int) -> None:
+        if self.on_step is None:
+            return
+        with self.lock:
+            self.k += 1
+            self.n = max(self.n, self.k)
+            self.on_step(Step(self.action, test, self.k, self.n, before))
+
+
+def oracle(rerunner: Rerunner, victim: str, steps: Steps | None = None) -> Callable[[Sequence[str]], bool]:
     """Whether `victim` fails after the given tests, in a fresh process (bisect's view of a rerun)."""
 
     def run(subset: Sequence[str]) -> bool:
+        if steps is not None:
+            steps.started(victim, len(subset))
         try:
             return rerunner.fails(subset, victim)
         except RerunTimeout as e:
@@ -119,10 +151,13 @@ def investigate_one(
     *,
     observed: bool,
     alone: bisect.Alone | None = None,
+    on_step: StepCallback | None = None,
 ) -> bisect.Verdict:
     """Classify one failed test; `alone`: its reruns alone, already made (and paid for)."""
     done = alone or bisect.Alone()
-    run = bisect.replaying(done, oracle(rerunner, victim))
+    # About log2 of the prefix, plus the full prefix once; the count grows if bisection takes more.
+    steps = Steps(on_step, "bisect", max(1, len(prefix)).bit_length() + 1)
+    run = bisect.replaying(done, oracle(rerunner, victim, steps))
     # The budget reruns this classification may make; taken for good when it ends (one victim at a time here).
     granted = budget.take(budget.left)
     verdict = bisect.classify(victim, prefix, run, budget=granted + done.ran, observed=observed)
@@ -130,17 +165,20 @@ def investigate_one(
     return verdict
 
 
-def rerun_alone(rerunner: Rerunner, victims: Sequence[str], budget: Budget) -> list[bisect.Alone]:
+def rerun_alone(
+    rerunner: Rerunner, victims: Sequence[str], budget: Budget, on_step: StepCallback | None = None
+) -> list[bisect.Alone]:
     """Every victim alone, at once on the free cores: each one's step 1 depends on no other victim.
 
     The budget is set aside in victim order before any rerun starts, so which victims get reruns
     does not depend on which rerun ends first.
     """
     grants = [budget.take(2) for _ in victims]
+    steps = Steps(on_step, "alone", sum(grants))
     workers = max(1, min(len(victims), os.cpu_count() or 1))
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rerun")
     try:
-        found = list(pool.map(lambda v, g: bisect.rerun_alone(oracle(rerunner, v), g), victims, grants))
+        found = list(pool.map(lambda v, g: bisect.rerun_alone(oracle(rerunner, v, steps), g), victims, grants))
     except BaseException:
         # Interrupted (Ctrl-C): the reruns under way are killed, not waited for, and no more start.
         rerunner.stop()
@@ -151,7 +189,9 @@ def rerun_alone(rerunner: Rerunner, victims: Sequence[str], budget: Budget) -> l
     return found
 
 
-def investigate(pkg: PackageConfig, result: PackageResult, budget: Budget) -> PackageResult:
+def investigate(
+    pkg: PackageConfig, result: PackageResult, budget: Budget, on_step: StepCallback | None = None
+) -> PackageResult:
     """Classify every failed test of one package run; add findings and verdicts to its result."""
     victims = failed_tests(result)
     if not victims:
@@ -162,10 +202,12 @@ def investigate(pkg: PackageConfig, result: PackageResult, budget: Budget) -> Pa
     )
     worker_orders = orders(result.out_dir)
     leaks = [f for f in result.findings if f.check == "leaked-state"]
-    alone = rerun_alone(rerunner, victims, budget)
+    alone = rerun_alone(rerunner, victims, budget, on_step)
     # Bisection, in victim order: the budget left for each one does not depend on timing.
     verdicts = [
-        investigate_one(rerunner, victim, prefix_of(victim, worker_orders) or [], budget, observed=True, alone=done)
+        investigate_one(
+            rerunner, victim, prefix_of(victim, worker_orders) or [], budget, observed=True, alone=done, on_step=on_step
+        )
         for victim, done in zip(victims, alone, strict=True)
     ]
     found = [f for v in verdicts if (f := verdict_finding(v, leaks)) is not None]
@@ -173,7 +215,7 @@ def investigate(pkg: PackageConfig, result: PackageResult, budget: Budget) -> Pa
 
 
 def bisect_by_hand(
-    config: Config, pkg: PackageConfig, victim: str, *, last_run: Path | None
+    config: Config, pkg: PackageConfig, victim: str, *, last_run: Path | None, on_step: StepCallback | None = None
 ) -> tuple[bisect.Verdict, Finding | None, int]:
     """`promote bisect`: from the last run's order when it has the test, else from collection order."""
     base = state.bisect_dir(config.root) / state.new_run_id()
@@ -189,5 +231,5 @@ def bisect_by_hand(
         if not observed:
             verdict = bisect.Verdict(victim, bisect.NOT_REPRODUCED, reruns=1, detail="passes after the tests before it")
             return verdict, None, rerunner.invocations
-    verdict = investigate_one(rerunner, victim, prefix, Budget(config.max_reruns), observed=observed)
+    verdict = investigate_one(rerunner, victim, prefix, Budget(config.max_reruns), observed=observed, on_step=on_step)
     return verdict, verdict_finding(verdict, []), rerunner.invocations
