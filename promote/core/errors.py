@@ -32,12 +32,6 @@ class GitError(PromoteError):
     """A git operation failed in a way the user has to fix (not a mirror being down)."""
 
 
-class UndecidedError(PromoteError):
-    """The question cannot be answered from what could be read."""
-
-    exit_code = EXIT_UNDECIDED
-
-
 @contextmanager
 def error_handler() -> Iterator[None]:
     """Turn PromoteError and Ctrl-C into one line on stderr and the documented exit code."""

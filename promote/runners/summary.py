@@ -15,7 +15,8 @@ from promote.runners.package import ProcessOutcome, Watch
 from promote.runners.plugin import progress as progress_mod
 from promote.runners.plugin.records import TestRecord, read_all_results
 
-COUNTED = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+# The keys of a package in run.json that count tests, as to_json writes them.
+STORED_COUNTS = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed", "blocked", "crashed")
 
 
 @dataclass(frozen=True)
@@ -242,7 +243,7 @@ def previous_total(out_dir: Path, look_back: int = 50) -> tuple[str, int] | None
         try:
             stored = json.loads((d / "run.json").read_text(encoding="utf-8"))
             pkg = next(p for p in stored["packages"] if p["name"] == out_dir.name)
-            total = sum(int(pkg.get(k, 0)) for k in (*COUNTED, "blocked", "crashed"))
+            total = sum(int(pkg.get(k, 0)) for k in STORED_COUNTS)
         except (OSError, ValueError, KeyError, TypeError, StopIteration):
             continue
         if total:

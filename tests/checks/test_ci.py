@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from promote import config
-from promote.checks.ci import audit_ci, survey_ci
+from promote.checks.ci import outcome as ci_outcome
+from promote.checks.ci import survey_ci
 from promote.config import Config
 from promote.core.outcome import CheckOutcome
 from tests.helpers.gitrepos import git
@@ -93,7 +94,7 @@ def test_incident_workflows_name_every_filter_and_every_job_that_cannot_run(tmp_
     }
     cfg = workspace(tmp_path, files)
 
-    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
 
     assert outcome.status == "fail"
     found = by_subject(outcome)
@@ -155,7 +156,7 @@ def test_every_test_run_by_reachable_jobs_passes_with_counts(tmp_path: Path) -> 
     workflow = "on: push\njobs:\n  t:\n    runs-on: ubuntu-22.04\n    steps:\n      - run: python3 -m pytest -n auto\n"
     cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow})
 
-    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
 
     assert (outcome.status, outcome.reason) == ("pass", "CI runs all 7 test ids")
     assert outcome.findings == ()
@@ -181,7 +182,7 @@ jobs:
     cfg = workspace(tmp_path, files)
 
     report = survey_ci(tmp_path, cfg, INVENTORY)
-    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
 
     assert outcome.status == "fail"
     assert [(n.test, n.why) for n in report.not_run] == [
@@ -210,7 +211,7 @@ jobs:
     git(tmp_path, "init", "-q", "-b", "main")
     git(tmp_path, "remote", "add", "origin", "git@github.com:upstream/name.git")
 
-    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
 
     assert outcome.status == "pass"
     assert outcome.evidence[0] == "1 workflow file(s) in .github/workflows, 1 job(s); repository upstream/name"
@@ -223,7 +224,7 @@ def test_unknown_repository_leaves_a_pinned_job_undecided(tmp_path: Path) -> Non
     )
     cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow}, "runners = []\n")
 
-    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
 
     assert outcome.status == "undecided"
     assert "the repository's name is not known (set [promote.ci] repository)" in outcome.reason
@@ -235,7 +236,7 @@ def test_hosted_labels_count_only_while_hosted_runners_are_available(tmp_path: P
         tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow}, 'runners = ["mini"]\nhosted_available = false\n'
     )
 
-    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
 
     assert outcome.status == "fail"
     # The only testing job cannot run: one finding for it and the 7 tests of 4 modules it leaves out.
@@ -332,7 +333,7 @@ def test_launchers_the_audit_cannot_read_make_the_outcome_undecided(tmp_path: Pa
     workflow = "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: tox -e py311\n"
     cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow})
 
-    outcome = audit_ci(tmp_path, cfg, INVENTORY)
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
 
     assert outcome.status == "undecided"
     assert outcome.reason == (
@@ -343,14 +344,14 @@ def test_launchers_the_audit_cannot_read_make_the_outcome_undecided(tmp_path: Pa
 
 def test_no_workflows_is_undecided_and_no_inventory_is_undecided(tmp_path: Path) -> None:
     cfg = workspace(tmp_path, SOURCES)
-    assert audit_ci(tmp_path, cfg, INVENTORY).reason == (
+    assert ci_outcome(survey_ci(tmp_path, cfg, INVENTORY)).reason == (
         "no GitHub Actions workflows in .github/workflows (the audit reads no other CI)"
     )
     (tmp_path / ".github/workflows").mkdir(parents=True)
     (tmp_path / ".github/workflows/t.yml").write_text(
         "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pytest\n"
     )
-    empty = audit_ci(tmp_path, cfg, [])
+    empty = ci_outcome(survey_ci(tmp_path, cfg, []))
     assert (empty.status, empty.reason) == ("undecided", "no test inventory to compare with (run `promote test` first)")
 
 
@@ -365,7 +366,7 @@ def test_a_module_pytest_could_not_collect_is_still_run_by_unittest_discovery(tm
     cfg = workspace(tmp_path, sources)
 
     # A module that failed to collect shows up in the inventory as its path alone.
-    outcome = audit_ci(tmp_path, cfg, ["tests/test_broken.py", "tests/test_case.py::Case::test_a"])
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, ["tests/test_broken.py", "tests/test_case.py::Case::test_a"]))
 
     assert (outcome.status, outcome.reason) == ("pass", "CI runs all 2 test ids")
     assert outcome.findings == ()

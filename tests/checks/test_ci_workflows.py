@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from promote import config
-from promote.checks.ci import CIReport, audit_ci, survey_ci
+from promote.checks.ci import CIReport, survey_ci
+from promote.checks.ci import outcome as ci_outcome
 
 TESTS = {
     "tests/test_core.py": "def test_a(): pass\ndef test_b(): pass\n",
@@ -170,7 +171,7 @@ def test_a_typo_in_a_job_key_is_an_invalid_workflow_with_its_line(tmp_path: Path
         ".github/workflows/ci.yml:5: at `jobs.tests`: `stepz` is not a key GitHub accepts here; "
         "GitHub refuses the workflow, so none of its jobs runs",
     )
-    outcome = audit_ci(tmp_path, config.load(tmp_path / "promote.toml"), INVENTORY)
+    outcome = ci_outcome(survey_ci(tmp_path, config.load(tmp_path / "promote.toml"), INVENTORY))
     assert outcome.status == "fail"
     assert "1 workflow file(s) GitHub would refuse" in outcome.reason
 

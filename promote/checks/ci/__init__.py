@@ -120,11 +120,6 @@ def survey_ci(root: Path, config: Config, inventory: Sequence[str]) -> CIReport:
     )
 
 
-def audit_ci(root: Path, config: Config, inventory: Sequence[str]) -> CheckOutcome:
-    """The CI gate: fail on tests no CI job runs or jobs that cannot run; undecided on what cannot be read."""
-    return outcome(survey_ci(root, config, inventory))
-
-
 def outcome(r: CIReport) -> CheckOutcome:
     """The CheckOutcome (status, reason, evidence lines, findings) of a CI survey."""
     running = [j for j in r.jobs if j.state == RUNS_HERE and j.tests_run]

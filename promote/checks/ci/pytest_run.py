@@ -95,7 +95,6 @@ class PytestRun:
     deselect: tuple[tuple[str, str], ...] = ()
     keyword: str | None = None
     markexpr: str | None = None
-    plugins_off: tuple[str, ...] = ()
     unreadable: tuple[str, ...] = ()
     runs_tests: bool = True
 
@@ -156,7 +155,6 @@ class PytestRun:
             deselect=rel_values("--deselect"),
             keyword=keyword.text if keyword is not None and keyword.known and keyword.text.strip() else None,
             markexpr=mark.text if mark is not None and mark.known and mark.text.strip() else None,
-            plugins_off=tuple(v.text for n, v in scan.options if n == "-p" and v and v.text.startswith("no:")),
             unreadable=tuple(dict.fromkeys(unreadable)),
             runs_tests=not any(f in NO_RUN for f in scan.flags),
         )

@@ -13,7 +13,6 @@ from promote.core.findings import Finding
 from promote.core.redact import current as current_redactor
 
 SCHEMA = 1
-OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 _NESTED = ("tests", "streams", "findings")
 
 
