@@ -1,4 +1,4 @@
-"""Benchmark `promote bisect` against detect-test-pollution on the same 200-test suite (issue 4).
+"""Benchmark `promote bisect` against detect-test-pollution on the same 200-test suite.
 
 Both arms find which earlier test makes test 180 fail (test 37 pollutes a module-level global),
 starting from nothing but the suite. Counted: pytest invocations (every pytest process the arm

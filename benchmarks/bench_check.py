@@ -1,4 +1,4 @@
-"""Benchmark `promote check --json` against a shell script doing the same git work (issue 2)."""
+"""Benchmark `promote check --json` against a shell script doing the same git work, one mirror at a time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Benchmark `promote test` against plain `pytest -n 2`, and serial against parallel promote (issue 3)."""
+"""Benchmark `promote test` against plain `pytest -n 2` (the plugin's cost), and serial against parallel promote."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The shell baseline for `promote check` (issue 2): the same git work, one mirror at a time.
+# The shell baseline for `promote check`: the same git work, one mirror at a time.
 #
 #   usage: check_mirrors.sh TRUNK MIRROR...      (run inside the working repository)
 #
