@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,21 @@ def test_the_demo_finds_every_planted_problem_at_its_cause_and_nothing_else(tmp_
     assert "MISSED" not in out
     assert str(page.parent / "evidence.md") in out
     assert "demo: building the example workspace" in result.stderr
+
+
+def test_without_keep_the_workspace_whose_paths_it_prints_is_still_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mlx_lm")
+    env_tmp = tmp_path / "tmp"
+    env_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(env_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+
+    result = run(tmp_path, "demo")
+
+    assert result.exit_code == 0, result.output
+    printed = [Path(line.strip()) for line in result.stdout.splitlines() if line.strip().endswith("evidence.md")]
+    assert printed and all(p.is_file() and env_tmp in p.parents for p in printed)
+    [workspace] = env_tmp.glob("promote-demo-*")
+    assert f"stay in {workspace} " in result.stdout and "--keep DIR" in result.stdout

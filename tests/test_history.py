@@ -292,3 +292,26 @@ def test_an_interrupted_run_is_kept_but_never_the_run_compared_with(tmp_path: Pa
     previous = history.previous(stored("r3", "2026-01-01T00:00:03", "pkg"))
     assert previous is not None and previous.run_id == "r1"
     history.close()
+
+
+def test_a_package_run_between_two_full_runs_does_not_move_the_deltas(tmp_path: Path) -> None:
+    def full(run_id: str, started: str, proxy_green: int) -> StoredRun:
+        tests = [TestOutcome("mlx", f"t.py::m{i}", "passed") for i in range(17)]
+        tests += [TestOutcome("proxy", f"t.py::p{i}", "passed" if i < proxy_green else "failed") for i in range(6)]
+        return replace(stored(run_id, started), tests=tuple(tests))
+
+    history = History(tmp_path)
+    history.record(full("r1", "2026-01-01T00:00:01", 5))
+    proxy_only = replace(
+        stored("r2", "2026-01-01T00:00:02"),
+        tests=tuple(TestOutcome("proxy", f"t.py::p{i}", "passed") for i in range(6)),
+    )  # promote test --package proxy
+    assert compare(proxy_only, history.previous(proxy_only)).headline == "6 now pass where 5 did"
+    history.record(proxy_only)
+    third = full("r3", "2026-01-01T00:00:03", 6)
+
+    deltas = compare(third, history.previous(third))
+
+    assert deltas.previous == "r1" and deltas.headline == "23 now pass where 22 did"
+    assert [d.nodeid for d in deltas.fixed] == ["t.py::p5"]
+    history.close()
