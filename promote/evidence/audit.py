@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import os
+from contextlib import closing
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
+from promote.accel.run import AccelReport, run_accelerations
+from promote.accel.store import record as record_accel
 from promote.checks.ci import outcome as ci_outcome
 from promote.checks.ci import survey_ci
 from promote.checks.docs import audit_docs
+from promote.config import Config
 from promote.config.workspace import Workspace
 from promote.core import state
 from promote.core.errors import ConfigError
 from promote.core.findings import Finding
 from promote.core.outcome import CheckOutcome
+from promote.evidence import accel_section, gates, intoto
 from promote.evidence import deltas as deltas_mod
-from promote.evidence import gates, intoto
 from promote.evidence import pages as evidence
 from promote.evidence.history import History, StoredRun
 from promote.evidence.pages import Pages
@@ -26,6 +31,7 @@ from promote.evidence.store import outcomes_of
 from promote.release import journal
 from promote.release.check import CheckResult, check
 from promote.release.deployed import audit_deployed
+from promote.runners.causes.investigate import StepCallback
 from promote.runners.package import ProgressCallback
 from promote.runners.run import RunResult, new_run_id, run_tests
 
@@ -73,7 +79,7 @@ def last_merge(root: Path, candidate: str) -> str | None:
     """The journal's record of the merge that put the candidate on every mirror, if promote did it."""
     for entry in reversed(journal.read(root)):
         if entry.get("op") == "merge" and entry.get("candidate") == candidate and entry.get("verdict") == "merged":
-            return f"{entry.get('trunk')} fast-forwarded to {candidate[:7]} at {entry.get('time')}, no force"
+            return f"{entry.get('trunk')} fast-forwarded to `{candidate[:7]}` at {entry.get('time')}, no force"
     return None
 
 
@@ -92,11 +98,34 @@ def run_checks(ws: Workspace, result: CheckResult, run: RunResult | None) -> dic
     return outcomes
 
 
-def audit(
-    ws: Workspace, *, command: str, publish: bool = False, push: bool = False,
-    on_progress: ProgressCallback | None = None, candidate: str | None = None,
-) -> AuditResult:  # fmt: skip
-    """Run everything, decide the four gates, store the run, write (and maybe publish) the pages."""
+@dataclass(frozen=True)
+class Observed:
+    """Everything an audit measured before deciding: the check, the tests, each check's outcome, the accelerations."""
+
+    run_id: str
+    started: str
+    check: CheckResult
+    run: RunResult | None
+    outcomes: dict[str, CheckOutcome]
+    accel: AccelReport | None
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What an audit concluded: the gates, every finding, the run as stored, and the recent runs for the chart."""
+
+    gates: dict[str, gates.Gate]
+    findings: list[Finding]
+    stored: StoredRun
+    deltas: deltas_mod.Deltas
+    recent: list[StoredRun]
+
+
+def observe(
+    ws: Workspace, *, publish: bool, candidate: str | None, bench: bool,
+    on_progress: ProgressCallback | None, on_step: StepCallback | None,
+) -> Observed:  # fmt: skip
+    """Check, run the tests and every check; refuses --publish up front when the docs repository cannot take a page."""
     cfg = ws.config
     if publish and cfg.docs is None:
         raise ConfigError(f"{cfg.path}: --publish needs [{cfg.prefix}.docs] naming the docs repository")
@@ -105,58 +134,106 @@ def audit(
     run_id = new_run_id()
     if publish and cfg.docs is not None:
         preflight(cfg.docs, run_id=run_id, commit=result.candidate)
-    run = run_tests(cfg, on_progress=on_progress, run_id=run_id) if cfg.packages else None
+    run = run_tests(cfg, on_progress=on_progress, run_id=run_id, on_step=on_step) if cfg.packages else None
     outcomes = run_checks(ws, result, run)
+    # Each accelerated path's switch both ways and parity; its bench only when asked (benches are long).
+    accel = run_accelerations(cfg, bench=bench, on_progress=on_progress) if cfg.accelerations else None
+    return Observed(run_id, started, result, run, outcomes, accel)
 
-    history = History(state.state_dir(cfg.root))
+
+def decide_gates(cfg: Config, seen: Observed, deltas: deltas_mod.Deltas) -> dict[str, gates.Gate]:
+    """The four gates from what was observed and how this run differs from the previous one."""
+    result, outcomes = seen.check, seen.outcomes
+    decided = {
+        "tested": gates.tested(seen.run, deltas, outcomes.get("ci")),  # None: no CI workflows to audit
+        "docs": gates.docs(outcomes.get("docs"), "no [promote.docs] configured: no docs were checked"),
+        "merged": gates.merged(result, gates.merge_record(cfg.root, result.candidate)),
+        "deployed": gates.deployed(outcomes.get("deployed"), result.drift, cfg.trunk, "no deployed ref configured"),
+    }
+    if seen.accel is not None:
+        decided["tested"] = accel_section.tested_with(decided["tested"], seen.accel)
+    return decided
+
+
+def all_findings(seen: Observed, deltas: deltas_mod.Deltas) -> list[Finding]:
+    """Every finding of the audit, each once."""
+    findings = [
+        *seen.check.findings,
+        *(seen.run.findings if seen.run else ()),
+        *deltas.findings(),
+        *(seen.accel.findings if seen.accel else ()),
+    ]
+    for outcome in seen.outcomes.values():
+        findings += [f for f in outcome.findings if f not in findings]
+    return findings
+
+
+def decide_and_record(cfg: Config, seen: Observed, command: str) -> Decided:
+    """Compare with the previous run, decide the gates, and store the run in the history (closed however it ends)."""
+    run = seen.run
     stored = StoredRun(
-        run_id=run_id,
+        run_id=seen.run_id,
         kind="audit",
-        started=started,
+        started=seen.started,
         finished=now(),
-        commit=result.candidate,
+        commit=seen.check.candidate,
         command=command,
-        mirrors={m.name: m.head for m in result.mirrors},
+        mirrors={m.name: m.head for m in seen.check.mirrors},
         stations={p.name: p.station for p in run.packages} if run else {},
         tests=outcomes_of(run),
     )
-    deltas = deltas_mod.compare(stored, history.previous(stored))
-    merge_record = last_merge(cfg.root, result.candidate)
-    decided = {
-        "tested": gates.tested(run, deltas, outcomes.get("ci")),  # None: no CI workflows to audit
-        "docs": gates.from_check(outcomes.get("docs"), "no [promote.docs] configured: no docs were checked"),
-        "merged": gates.merged(result, merge_record),
-        "deployed": gates.from_check(outcomes.get("deployed"), "no deployed ref configured"),
-    }
-    findings = [*result.findings, *(run.findings if run else ()), *deltas.findings()]
-    for outcome in outcomes.values():
-        findings += [f for f in outcome.findings if f not in findings]
-    stored = replace(stored, finished=now(), gates={k: g.status for k, g in decided.items()}, findings=tuple(findings))
-    history.record(stored)
-    recent = [history.get(r) for r in history.run_ids(HISTORY_POINTS)]
-    history.close()
+    with closing(History(state.state_dir(cfg.root))) as history:
+        deltas = deltas_mod.compare(stored, history.previous(stored))
+        decided = decide_gates(cfg, seen, deltas)
+        findings = all_findings(seen, deltas)
+        gate_status = {k: g.status for k, g in decided.items()}
+        stored = replace(stored, finished=now(), gates=gate_status, findings=tuple(findings))
+        history.record(stored)
+        recent = [history.get(r) for r in history.run_ids(HISTORY_POINTS)]
+    return Decided(decided, findings, stored, deltas, recent)
 
-    doc = evidence.document(
-        run_id=run_id,
-        check=result,
-        run=run,
-        deltas=deltas,
-        gates=decided,
-        findings=findings,
-        last_merge=merge_record,
-        history=evidence.history_points(recent),
-        provenance={"command": command, "started": started, "finished": stored.finished},
-    )
-    url = ws.urls.get("origin", "")
-    statements = {
-        p.name: intoto.statement(p, repo_url=url, commit=result.candidate, run_id=run_id)
-        for p in (run.packages if run else ())
+
+def statements_of(ws: Workspace, seen: Observed) -> dict[str, dict[str, Any]]:
+    """The in-toto statements of every package that ran, by file stem."""
+    # The repository's own remote: origin, else the first mirror with a URL (intoto makes a local path a file: URL).
+    url = ws.urls.get("origin") or next((u for u in ws.urls.values() if u), "")
+    return {
+        stem: statement
+        for p in (seen.run.packages if seen.run else ())
+        for stem, statement in intoto.statements(
+            p, repo_url=url, root=ws.repo.root, commit=seen.check.candidate, run_id=seen.run_id
+        ).items()
     }
-    pages = evidence.write(doc, state.runs_dir(cfg.root) / run_id, statements)
+
+
+def audit(
+    ws: Workspace, *, command: str, publish: bool = False, push: bool = False,
+    on_progress: ProgressCallback | None = None, candidate: str | None = None, bench: bool = False,
+    on_step: StepCallback | None = None,
+) -> AuditResult:  # fmt: skip
+    """Run everything, decide the four gates, store the run, write (and maybe publish) the pages."""
+    cfg = ws.config
+    seen = observe(ws, publish=publish, candidate=candidate, bench=bench, on_progress=on_progress, on_step=on_step)
+    done = decide_and_record(cfg, seen, command)
+    doc = evidence.document(
+        run_id=seen.run_id,
+        check=seen.check,
+        run=seen.run,
+        deltas=done.deltas,
+        gates=done.gates,
+        findings=done.findings,
+        last_merge=last_merge(cfg.root, seen.check.candidate),
+        history=evidence.history_points(done.recent),
+        provenance={"command": command, "started": seen.started, "finished": done.stored.finished},
+        sections=[] if seen.accel is None else [accel_section.section(cfg, seen.accel)],
+    )
+    if seen.accel is not None:
+        record_accel(cfg, seen.accel, kind="audit", run_id=seen.run_id)
+    pages = evidence.write(doc, state.runs_dir(cfg.root) / seen.run_id, statements_of(ws, seen))
     published = None
     if publish and cfg.docs is not None:
         published = publish_page(
-            cfg.docs, pages.md.read_text(encoding="utf-8"), run_id=run_id, commit=result.candidate,
+            cfg.docs, pages.md.read_text(encoding="utf-8"), run_id=seen.run_id, commit=seen.check.candidate,
             verdict=doc["verdict"], push=push,
         )  # fmt: skip
-    return AuditResult(run_id, doc["verdict"], decided, tuple(findings), pages, published)
+    return AuditResult(seen.run_id, doc["verdict"], done.gates, tuple(done.findings), pages, published)
