@@ -28,11 +28,12 @@ AUDIT_EXIT = {"pass": EXIT_OK, "fail": EXIT_BLOCKED, "undecided": EXIT_UNDECIDED
 @cli.command()
 @click.option("--publish", is_flag=True, help="Commit the Markdown page into the docs repository.")
 @click.option("--push", is_flag=True, help="With --publish: push that commit (never forced).")
+@click.option("--bench", is_flag=True, help="Also run each accelerated path's interleaved A/B (long).")
 @candidate_option
 @json_option
 @format_option
 @click.pass_obj
-def audit(obj: Context, publish: bool, push: bool, candidate: str | None, as_json: bool) -> None:
+def audit(obj: Context, publish: bool, push: bool, bench: bool, candidate: str | None, as_json: bool) -> None:
     """Check, test, run every check, decide the four gates, and write the evidence pages."""
     from promote.cli.audit_report import audit_report
     from promote.evidence.audit import audit as run_audit
@@ -47,7 +48,14 @@ def audit(obj: Context, publish: bool, push: bool, candidate: str | None, as_jso
         require_checked_out(ws.repo, candidate)
     with hold_lock(ws.config.root):
         result = run_audit(
-            ws, command=command_line(), publish=publish, push=push, on_progress=progress.update, candidate=candidate
+            ws,
+            command=command_line(),
+            publish=publish,
+            push=push,
+            on_progress=progress.update,
+            on_step=progress.step,
+            candidate=candidate,
+            bench=bench,
         )
     progress.close()
     emit(result.to_json(), audit_report(result), as_json=as_json)
