@@ -34,7 +34,7 @@ from _common import (
 REPOS = 20
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 PROMOTE = (
-    "from pathlib import Path; from promote.stations import cached_hub_models; "
+    "from pathlib import Path; from promote.runners.stations import cached_hub_models; "
     "print(len(cached_hub_models(Path('hub'))[0]))"
 )
 HUB = (
