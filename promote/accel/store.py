@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,6 @@ FILE = "accelerations.jsonl"
 def record(config: Config, report: AccelReport, *, kind: str, run_id: str | None = None) -> None:
     """Append each path's figures (not its per-round detail) to the history."""
     path = state.state_dir(config.root) / FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     lines = []
     for r in report.results:
@@ -34,7 +34,7 @@ def record(config: Config, report: AccelReport, *, kind: str, run_id: str | None
                 "findings": [f.check for f in r.findings],
             })
         )  # fmt: skip
-    with path.open("a", encoding="utf-8") as f:
+    with os.fdopen(state.private_file(path), "a", encoding="utf-8") as f:
         f.write("".join(line + "\n" for line in lines))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import BinaryIO
 
 from promote.core.errors import PromoteError
 
@@ -24,14 +25,35 @@ def new_run_id() -> str:
 
 
 def private_dir(path: Path) -> Path:
-    """`path` as a directory, created 0700 if missing (parents too): runs and journals may hold secrets."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """`path` as a directory, each missing level created 0700: runs and journals may hold secrets."""
+    # mkdir(parents=True) would give the parents the default mode: create them one by one instead.
+    missing = []
+    for level in (path, *path.parents):
+        if level.is_dir():
+            break
+        missing.append(level)
+    for level in reversed(missing):
+        level.mkdir(mode=0o700, exist_ok=True)
     return path
 
 
 def private_file(path: Path, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
     """An open descriptor on `path`, created 0600 if missing; the caller closes it."""
     return os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+
+def write_private(path: Path, text: str) -> Path:
+    """Write `text` to `path` (replacing what was there), created 0600 in a 0700 directory."""
+    private_dir(path.parent)
+    with os.fdopen(private_file(path, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def open_private_log(path: Path) -> BinaryIO:
+    """`path` opened for writing (truncated), created 0600 in a 0700 directory: a process's log."""
+    private_dir(path.parent)
+    return os.fdopen(private_file(path, os.O_WRONLY | os.O_TRUNC), "wb")
 
 
 def state_path(root: Path) -> Path:

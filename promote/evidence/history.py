@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import sys
 import time
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from promote.core import state
 from promote.core.errors import PromoteError
 from promote.core.findings import Finding
 from promote.core.redact import current as current_redactor
@@ -164,6 +166,8 @@ class History:
 
     def _open(self) -> sqlite3.Connection:
         # isolation_level=None: transactions are begun here, explicitly (BEGIN IMMEDIATE), not by the module.
+        # Created 0600 before SQLite opens it (its -wal and -shm files take the same mode): runs may hold secrets.
+        os.close(state.private_file(self.path, os.O_RDWR))
         db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
             self._migrate(db)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from promote import __version__
+from promote.core import state
 from promote.core.findings import Finding
 from promote.core.outcome import FAIL, PASS, UNDECIDED
 from promote.core.redact import Redactor, printable
@@ -167,15 +168,15 @@ def write(doc: dict[str, Any], out_dir: Path, statements: dict[str, dict[str, An
     Every string is cleaned first (promote.redact): secrets redacted, control characters shown as `\\xNN`.
     """
     doc = cleaned(doc)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    state.private_dir(out_dir)
     pages = Pages(out_dir / "evidence.md", out_dir / "evidence.html", out_dir / "evidence.json")
-    pages.json.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    pages.md.write_text(render_pages.markdown(doc), encoding="utf-8")
-    pages.html.write_text(render_pages.html(doc), encoding="utf-8")
+    state.write_private(pages.json, json.dumps(doc, indent=2) + "\n")
+    state.write_private(pages.md, render_pages.markdown(doc))
+    state.write_private(pages.html, render_pages.html(doc))
     written = []
     for name, statement in statements.items():
         path = out_dir / f"intoto-{name}.json"
-        path.write_text(json.dumps(cleaned(statement), indent=2) + "\n", encoding="utf-8")
+        state.write_private(path, json.dumps(cleaned(statement), indent=2) + "\n")
         written.append(path)
     return Pages(pages.md, pages.html, pages.json, tuple(written))
 

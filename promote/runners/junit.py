@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from promote.core import state
 from promote.core.redact import current as current_redactor
 from promote.core.redact import escape_char
 from promote.runners.summary import PackageResult
@@ -79,7 +80,7 @@ def write_junit(result: PackageResult, path: Path) -> Path:
     values = {"name": result.name, "hostname": result.station, **{k: str(v) for k, v in counts.items()}}
     suite = "".join(f' {k}="{xml_text(v, attribute=True)}"' for k, v in {**values, "time": f"{duration:.3f}"}.items())
     body = f"  <testsuite{suite}>\n{''.join(cases)}  </testsuite>\n" if cases else f"  <testsuite{suite} />\n"
-    path.write_text(f"<?xml version='1.0' encoding='utf-8'?>\n<testsuites>\n{body}</testsuites>\n", encoding="utf-8")
+    state.write_private(path, f"<?xml version='1.0' encoding='utf-8'?>\n<testsuites>\n{body}</testsuites>\n")
     return path
 
 

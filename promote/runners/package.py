@@ -20,6 +20,7 @@ from pathlib import Path
 
 import promote
 from promote.config import PackageConfig
+from promote.core import state
 from promote.core.redact import PACKAGE_ENV_NAMES
 from promote.runners.plugin import progress
 
@@ -172,7 +173,7 @@ class PackageRun:
 
     def _launch(self, part: str, workers: int) -> tuple[subprocess.Popen[bytes], list[str], Path]:
         part_dir = self.out_dir / part
-        part_dir.mkdir(parents=True, exist_ok=True)
+        state.private_dir(part_dir)
         cmd = command(
             self.pkg,
             part_dir,
@@ -183,7 +184,7 @@ class PackageRun:
             extra=self.extra,
             station=self.station,
         )
-        with (part_dir / "pytest.log").open("wb") as sink:
+        with state.open_private_log(part_dir / "pytest.log") as sink:
             proc = subprocess.Popen(
                 cmd, cwd=self.pkg.path, env=self.env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )

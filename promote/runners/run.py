@@ -154,7 +154,7 @@ def run_tests(
     chosen = select(config, package)
     run_id = run_id or new_run_id()
     plan = Plan(config, chosen, state.runs_dir(config.root) / run_id, max(1, min(len(chosen), os.cpu_count() or 1)))
-    plan.run_dir.mkdir(parents=True)
+    state.private_dir(plan.run_dir)
     started, t0 = now(), time.monotonic()
     live = _Live()
     try:
@@ -287,7 +287,7 @@ def write_reports(result: RunResult, *, wall_s: float) -> None:
         write_junit(r, r.out_dir / "junit.xml")
     # Secrets redacted (promote.core.redact): a package-error's log lines come from the package's own output.
     data = current_redactor().data({**result.to_json(), "wall_s": round(wall_s, 3)})
-    (result.out_dir / "run.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
+    state.write_private(result.out_dir / "run.json", json.dumps(data, indent=1))
 
 
 def now() -> str:

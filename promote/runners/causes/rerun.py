@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from promote.config import PackageConfig
+from promote.core import state
 from promote.core.errors import PromoteError
 from promote.core.policies import OFF
 from promote.core.process import telling_line
@@ -108,7 +109,7 @@ class Rerunner:
         with self._lock:
             self.invocations += 1
             out_dir = self.base / (name or f"rerun-{self.invocations:03d}")
-        out_dir.mkdir(parents=True, exist_ok=True)
+        state.private_dir(out_dir)
         return out_dir
 
     def _paths(self, ids: Sequence[str]) -> list[str]:
@@ -136,7 +137,7 @@ class Rerunner:
         if self.station is not None:
             cmd += ["--promote-station", str(self.station)]
         log = out_dir / "pytest.log"
-        with log.open("wb") as sink:
+        with state.open_private_log(log) as sink:
             # Its own session: a test killed for its time takes the processes it started with it.
             proc = subprocess.Popen(
                 [*cmd, *paths],
@@ -191,7 +192,7 @@ class Rerunner:
         out_dir = self._next_dir()
         tests = [*prefix, victim]
         select = out_dir / "select.txt"
-        select.write_text("".join(f"{t}\n" for t in tests), encoding="utf-8")
+        state.write_private(select, "".join(f"{t}\n" for t in tests))
         done = self._pytest(
             out_dir,
             *("--promote-out", str(out_dir), "--promote-leaks", OFF, "--promote-select", str(select)),

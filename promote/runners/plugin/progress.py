@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from promote.core import state
 from promote.core.redact import current as current_redactor
 from promote.runners.plugin.records import progress_path
 
@@ -42,12 +43,12 @@ class ProgressLog:
     """Appends events for one worker; each line reaches the OS in one write as it is made."""
 
     def __init__(self, out_dir: Path, worker: str) -> None:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        state.private_dir(out_dir)
         self.worker = worker
         self._worker_json = json.dumps(worker)
         # A raw descriptor, no Python buffer: a line written is the kernel's, so it outlives the
         # process, and it costs one write() call rather than a trip through two buffering layers.
-        self._fd: int | None = os.open(progress_path(out_dir, worker), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd: int | None = os.open(progress_path(out_dir, worker), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         main = threading.main_thread()
         self._write({"event": "session", "pid": os.getpid(), "thread": main.name, "thread_id": main.ident})
 

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from promote.core import state
 from promote.core.findings import Finding
 from promote.core.redact import current as current_redactor
 
@@ -151,7 +152,7 @@ def write_atomic(target: Path, text: str) -> Path:
 
 def write_results(out_dir: Path, results: WorkerResults) -> Path:
     """Write `results` atomically, so a reader never sees half a file."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    state.private_dir(out_dir)
     # dumps, not dump: only a one-shot encode uses json's C encoder (several times faster).
     data = results.to_json()
     text = json.dumps(data, separators=(",", ":"))

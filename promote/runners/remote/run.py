@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from promote.config import PackageConfig, StationConfig
+from promote.core import state
 from promote.core.state import STATE_DIR
 from promote.core.station import Station, read_station
 from promote.runners import package as runner
@@ -121,9 +122,9 @@ def run_parts(
     running = []
     for part, workers in parts:
         local = out_dir / part
-        local.mkdir(parents=True, exist_ok=True)
+        state.private_dir(local)
         script = part_script(pkg, ws, package_dir, f"{remote_out}/{part}", part, workers)
-        with (local / "pytest.log").open("wb") as sink:
+        with state.open_private_log(local / "pytest.log") as sink:
             running.append((part, local, ws.target.argv(script), ws.target.start(script, sink)))
     watcher = None
     if on_progress is not None or pkg.timeout_s is not None:
@@ -180,7 +181,7 @@ def run_remote(
     """Run `pkg` on station `sc` over ssh; never raises for what went wrong there, it becomes a finding."""
     target = Target.from_config(sc)
     out_dir = run_dir / pkg.name
-    out_dir.mkdir(parents=True, exist_ok=True)
+    state.private_dir(out_dir)
     t0 = time.monotonic()
     try:
         top, sha, dirty = station_sync.candidate(pkg.path)
@@ -194,8 +195,8 @@ def run_remote(
             on_progress(pkg.name, 0, 0, True)
         finding = station_error(sc.name, str(e))
         return PackageResult(pkg.name, pkg.path, target.label, 255, time.monotonic() - t0, (), (), (finding,), out_dir)
-    (out_dir / "station.json").write_text(
-        json.dumps({**ws.station.to_json(), "notes": list(ws.notes)}, indent=1), encoding="utf-8"
+    state.write_private(
+        out_dir / "station.json", json.dumps({**ws.station.to_json(), "notes": list(ws.notes)}, indent=1)
     )
     remote_out = f"{ws.workdir}/{OUT}/{run_dir.name}/{pkg.name}"
     parts = run_parts(pkg, ws, f"{ws.workdir}/{package}", remote_out, out_dir, on_progress)
