@@ -242,6 +242,8 @@ def deployed(outcome: CheckOutcome | None, drift: Drift | DriftUndecided | None,
     else:
         n = plural(drift.undeployed, "commit")
         lines = [f"{ref} has served {since}", f"{head} is {n} ahead, changing non-test files: not deployed"]
+    # A CI clone reads the deployed branch from its remote-tracking ref: the reader is told which.
+    lines += [e for e in outcome.evidence if e.startswith("no local ")]
     details = [f"`{c.short}` {c.subject} ({c.author})" for c in drift.undeployed_commits]
     if drift.changed_files:
         details.append(f"files changed: {', '.join(f'`{f}`' for f in drift.changed_files)}")
