@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,11 +39,23 @@ def place(config: Config, accel: AccelerationConfig) -> tuple[Path, dict[str, st
     return pkg.path, dict(pkg.env)
 
 
+def interpreter(config: Config, accel: AccelerationConfig) -> str:
+    """The Python that runs the package's tests (its own `python`, else promote's): what `python` means in a command."""
+    pkg = next((p for p in config.packages if p.name == accel.package), None)
+    if pkg is None or not pkg.python:
+        return sys.executable
+    # As the package's tests are started: a relative path from the package's directory, a bare name from PATH.
+    return str(pkg.path / pkg.python) if "/" in pkg.python and not os.path.isabs(pkg.python) else pkg.python
+
+
 def arm(config: Config, accel: AccelerationConfig, name: str, argv: Sequence[str], value: str | None) -> Arm:
     """An arm with the switch set to `value` (None: leave it as the environment has it)."""
     cwd, env = place(config, accel)
     if value is not None:
         env[accel.switch.env] = value
+    if argv and argv[0] in ("python", "python3"):
+        # Not whatever `python` is first on PATH: the interpreter that has the package's dependencies.
+        argv = (interpreter(config, accel), *argv[1:])
     return Arm(name, tuple(argv), cwd, env)
 
 

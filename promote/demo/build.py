@@ -41,7 +41,8 @@ HISTORY: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "sanctum-mlx: DFlash2 speculative decoding, kill switch SANCTUM_MLX_DFLASH2",
-        (f"{MLX}sanctum_mlx/dflash2.py", f"{MLX}tests/test_dflash2.py"),
+        (f"{MLX}sanctum_mlx/dflash2.py", f"{MLX}sanctum_mlx/parity.py", f"{MLX}sanctum_mlx/bench.py",
+         f"{MLX}tests/test_dflash2.py"),
     ),
     ("ci: run both suites on every push; DFlash2 parity on the Mac", (".github/workflows/ci.yml",)),
     ("promote: audit configuration", ("promote.toml",)),

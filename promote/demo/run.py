@@ -49,11 +49,17 @@ PLANTED = (
         "CI's Metal parity job asks for a [self-hosted, macos] runner the repository does not have",
     ),
     Planted("undocumented-feature", "DFlash2", "DFlash2 and its kill switch SANCTUM_MLX_DFLASH2 have no docs page"),
+    Planted(
+        "kill-switch-broken", "test_a_failing_drafter",
+        "sanctum-mlx: a DFlash2 test assumes the path is on; with SANCTUM_MLX_DFLASH2=0 it fails (its tests must "
+        "pass either way)",
+    ),
 )  # fmt: skip
 
 ALSO = (
     f"mirror {BEHIND} left {len(HISTORY) - DEPLOYED_AT} commits behind main, a fast-forward (see Merged)",
     "branch deployed differs from main in test files only (see And Deployed)",
+    "DFlash2's greedy answers are bitwise identical to plain decoding's (parity, see Everything E2E Tested)",
 )
 
 

@@ -18,7 +18,8 @@ FAILS_TESTED = ("kill-switch-broken", "acceleration-broken", "parity-differs")
 
 def tested_with(gate: Gate, report: AccelReport) -> Gate:
     """The Tested gate with each path's evidence; a broken switch or parity fails it."""
-    lines = [f"{r.name}: {measure.lower()}: {result}" for r in report.results for measure, result in rows(r)]
+    # "Kill switch `ENV=0`" reads "kill switch `ENV=0`" mid-line: only the first letter is lowered, never a code span.
+    lines = [f"{r.name}: {m[:1].lower()}{m[1:]}: {result}" for r in report.results for m, result in rows(r)]
     failing = [f for f in report.findings if f.check in FAILS_TESTED]
     lines += [f"{f.check}: {f.subject}" for f in failing]
     status = worst([gate.status, *([FAIL] if failing else [])])

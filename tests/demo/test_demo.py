@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 import tempfile
 from pathlib import Path
 
@@ -20,11 +21,13 @@ FIXTURE = "tests/conftest.py::target_27b"
 CI = ".github/workflows/ci.yml"
 
 # (check, severity, subject, cause) of every finding the audit of the example must make, and no other.
+POLICY = "tests/test_dflash2_policy.py::test_a_failing_drafter_costs_speed_not_the_answer"
 EXPECTED = [
     ("ci-filtered", "error", f"{CI}: job test: --ignore=tests/test_checkpoint.py",
      f"--ignore=tests/test_checkpoint.py in job `test` of {CI}"),
     ("ci-unreachable-runner", "error", f"{CI}: job parity-on-metal", None),
     ("impossible-requirement", "error", FIXTURE, FIXTURE),
+    ("kill-switch-broken", "error", POLICY, "SANCTUM_MLX_DFLASH2=0"),
     ("leaked-state", "error", DRAIN, DRAIN),
     ("leaked-state", "warning", DEBUG, DEBUG),
     ("order-dependent", "error", ROUTING, DRAIN),
@@ -84,7 +87,13 @@ def test_the_demo_finds_every_planted_problem_at_its_cause_and_nothing_else(tmp_
     [page] = (keep / "sanctum" / ".promote" / "runs").glob("*/evidence.json")
     doc = json.loads(page.read_text())
     found = sorted((f["check"], f["severity"], f["subject"], f["cause"]) for f in doc["findings"])
-    assert found == EXPECTED
+    # DFlash2 was validated on one macOS build: any other station says so (a warning, not a planted problem).
+    unvalidated = [f for f in found if f[0] == "os-unvalidated"]
+    assert len(unvalidated) == (0 if f"{platform.system()} {platform.release()}" == "Darwin 24.3.0" else 1)
+    assert [f for f in found if f[0] != "os-unvalidated"] == EXPECTED
+    accel = next(s for s in doc["sections"] if s["key"] == "accelerations")
+    assert ["Numeric parity", "bitwise identical over 72 tokens"] in accel["data"][0]["rows"]
+    assert "| Numeric parity | bitwise identical over 72 tokens |" in (page.parent / "evidence.md").read_text()
     gates = {k: g["status"] for k, g in doc["gates"].items()}
     assert gates == {"tested": "fail", "docs": "fail", "merged": "fail", "deployed": "pass"}
     assert any("laptop lags 3 commits behind" in line for line in doc["gates"]["merged"]["evidence"])
