@@ -76,12 +76,14 @@ def typecheck(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Run every benchmark in benchmarks/ (arms interleaved) and print the figures."""
     # A regular (not editable) install, as users have: the editable finder adds start-up time.
-    session.install(".", "detect-test-pollution")
+    # The suites the benchmarks run use MLX (and mlx-lm's own tests need mlx-lm and requests).
+    session.install(".[demo]", "detect-test-pollution", "requests")
     default = [
         "benchmarks/bench_check.py",
         "benchmarks/bench_test.py",
         "benchmarks/bench_bisect.py",
         "benchmarks/bench_stations.py",
+        "benchmarks/bench_mlxlm.py",
     ]
     for script in sorted(session.posargs or default):
         session.run("python", script)
