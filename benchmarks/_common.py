@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from promote.core.stats import MedianInterval, median_interval
+from promote.core.stats import MedianInterval, children_cpu, median_interval
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
@@ -173,16 +173,6 @@ class Measurement:
     wall_s: float
     cpu_s: float
     others_cpu_s: float | None
-
-
-def children_cpu() -> float:
-    """User + system CPU seconds of every waited-for descendant so far (0 on Windows, which has no rusage)."""
-    if sys.platform == "win32":
-        return 0.0
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def machine_busy_cpu() -> float | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -13,7 +12,7 @@ from pathlib import Path
 from promote.accel.commands import Arm, CommandError, arm, run
 from promote.accel.model import ArmStats, BenchResult, Run
 from promote.config.model import AccelerationConfig, BenchConfig, Config
-from promote.core.stats import median_interval
+from promote.core.stats import children_cpu, median_interval
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 CONFIDENCE = 0.9
@@ -34,15 +33,6 @@ def arms(config: Config, accel: AccelerationConfig, bench: BenchConfig, worktree
         return arm(config, accel, BASELINE, bench.command, sw.off), arm(config, accel, CANDIDATE, bench.command, sw.on)
     assert bench.baseline is not None and bench.candidate is not None  # the config parser requires both
     return arm(config, accel, BASELINE, bench.baseline, None), arm(config, accel, CANDIDATE, bench.candidate, None)
-
-
-def _children_cpu() -> float:
-    if sys.platform == "win32":
-        return 0.0
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _runnable() -> int | None:
@@ -93,13 +83,13 @@ def _load() -> float | None:
 
 def measure(a: Arm, timeout_s: float | None) -> Run:
     """Run `a` once: wall time, its process tree's CPU time, the load before and after and the load it met."""
-    load_before, cpu_before = _load(), _children_cpu()
+    load_before, cpu_before = _load(), children_cpu()
     with _Sampler() as sampler:
         started = time.perf_counter()
         run(a, timeout_s=timeout_s)
         wall = time.perf_counter() - started
     # Descendants count once reaped by their parent: the arm's whole process tree.
-    cpu = _children_cpu() - cpu_before
+    cpu = children_cpu() - cpu_before
     return Run(wall, cpu, load_before, _load(), sampler.mean)
 
 

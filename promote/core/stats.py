@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -48,3 +49,13 @@ def median_interval(values: Sequence[float], confidence: float = 0.9) -> MedianI
             break
         best = MedianInterval(xs[k - 1], xs[n - k], coverage)
     return best
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of every waited-for descendant so far (0 on Windows, which has no rusage)."""
+    if sys.platform == "win32":
+        return 0.0
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
