@@ -45,3 +45,9 @@ def test_every_file_a_test_run_and_an_audit_leave_is_private(tmp_path: Path) -> 
         if stat.S_IMODE(p.stat().st_mode) != (0o700 if p.is_dir() else 0o600)
     ]
     assert loose == []
+
+
+def test_run_ids_made_one_after_another_sort_in_that_order() -> None:
+    # Runs started within one second must still sort by time: "the previous run" is found by sorting ids.
+    ids = [state.new_run_id() for _ in range(50)]
+    assert sorted(ids) == ids and len(set(ids)) == 50

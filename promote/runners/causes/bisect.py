@@ -78,10 +78,10 @@ class Alone:
 
 
 def rerun_alone(run: Callable[[Sequence[str]], bool], budget: int) -> Alone:
-    """The test alone, and once more when it failed (a failure must repeat to be genuine), within `budget`."""
+    """The test alone, once, within `budget` (a failure that repeats alone is genuine)."""
     fails: list[bool] = []
     try:
-        while len(fails) < min(budget, 2) and all(fails):
+        while len(fails) < min(budget, 1):
             fails.append(run(()))
     except CannotTell as e:
         return Alone(tuple(fails), e)
@@ -147,11 +147,10 @@ def classify(
         return Verdict(victim, kind, tuple(polluters), oracle.used, detail)
 
     try:
-        # step 1: alone. Failing twice is a genuine failure; failing then passing is flaky.
+        # step 1: alone. Failing in the run and again alone, with nothing before it, is a genuine failure:
+        # one fresh process is the evidence, and a second would double the cost of every real failure.
         if oracle.fails_fresh([]):
-            if oracle.fails_fresh([]):
-                return verdict(GENUINE, detail="fails when run alone")
-            return verdict(FLAKY, detail="failed, then passed, when run alone")
+            return verdict(GENUINE, detail="fails when run alone")
         if not prefix:
             return verdict(FLAKY, detail="failed in the run with no test before it; passes alone")
         if not observed and not oracle.fails(list(prefix)):

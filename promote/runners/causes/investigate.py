@@ -173,7 +173,7 @@ def rerun_alone(
     The budget is set aside in victim order before any rerun starts, so which victims get reruns
     does not depend on which rerun ends first.
     """
-    grants = [budget.take(2) for _ in victims]
+    grants = [budget.take(1) for _ in victims]
     steps = Steps(on_step, "alone", sum(grants))
     workers = max(1, min(len(victims), os.cpu_count() or 1))
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rerun")

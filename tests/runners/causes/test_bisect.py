@@ -54,15 +54,14 @@ def test_two_tests_needed_together_are_both_named_in_run_order() -> None:
     assert all(list(c) == sorted(c) for c in calls)
 
 
-def test_genuine_failure_fails_alone_twice() -> None:
+def test_a_failure_that_repeats_alone_is_genuine_after_one_rerun() -> None:
     verdict = classify("t180", TESTS[:180], lambda prefix: True, budget=50)
-    assert (verdict.kind, verdict.reruns, verdict.polluters) == (GENUINE, 2, ())
+    assert (verdict.kind, verdict.reruns, verdict.polluters) == (GENUINE, 1, ())
 
 
-def test_flaky_alone() -> None:
-    outcomes = iter([True, False])
-    verdict = classify("t180", TESTS[:180], lambda prefix: next(outcomes), budget=50)
-    assert verdict.kind == FLAKY
+def test_a_failure_nothing_reproduces_is_flaky() -> None:
+    verdict = classify("t180", TESTS[:180], lambda prefix: False, budget=50)
+    assert (verdict.kind, verdict.detail) == (FLAKY, "failed in the run; passes alone and after the same tests")
 
 
 def test_flaky_that_does_not_reproduce_after_the_suspect() -> None:
@@ -102,7 +101,9 @@ def test_reruns_alone_made_ahead_are_replayed_not_made_again() -> None:
 
 def test_rerun_alone_stops_at_its_budget_and_keeps_what_could_not_tell() -> None:
     assert rerun_alone(lambda prefix: True, 1) == Alone((True,))
-    assert rerun_alone(lambda prefix: True, 5) == Alone((True, True))
+    assert rerun_alone(lambda prefix: True, 5) == Alone((True,))
+    assert rerun_alone(lambda prefix: False, 5) == Alone((False,))
+    assert rerun_alone(lambda prefix: True, 0) == Alone(())
 
     def broken(prefix: Sequence[str]) -> bool:
         raise CannotTell("exit 3: INTERNALERROR SystemExit: 1")
