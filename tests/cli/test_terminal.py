@@ -77,7 +77,7 @@ def test_quiet_says_nothing_while_running_and_verbose_shows_each_rerun(tmp_path:
 
     verbose = run(tmp_path, "-v", "test")
     lines = verbose.stderr.splitlines()
-    assert "rerunning failed tests alone 1/2: tests/test_b_route.py::test_route" in lines
+    assert "rerunning failed tests alone 1/1: tests/test_b_route.py::test_route" in lines
     assert any(ln.startswith("bisecting tests/test_b_route.py::test_route: rerun 1/~") for ln in lines), lines
 
     assert run(tmp_path, "-q", "-v", "test").exit_code == 2
