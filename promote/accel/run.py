@@ -141,8 +141,9 @@ def worktree(root: Path, ref: str | None) -> Iterator[Path | None]:
     try:
         yield tree
     finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=root, capture_output=True)
+        # The tree is promote's own scratch copy: delete it, then let git forget it (no forced removal).
         shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run(["git", "worktree", "prune"], cwd=root, capture_output=True)
 
 
 def judge(
