@@ -42,10 +42,7 @@ def place(config: Config, accel: AccelerationConfig) -> tuple[Path, dict[str, st
 def interpreter(config: Config, accel: AccelerationConfig) -> str:
     """The Python that runs the package's tests (its own `python`, else promote's): what `python` means in a command."""
     pkg = next((p for p in config.packages if p.name == accel.package), None)
-    if pkg is None or not pkg.python:
-        return sys.executable
-    # As the package's tests are started: a relative path from the package's directory, a bare name from PATH.
-    return str(pkg.path / pkg.python) if "/" in pkg.python and not os.path.isabs(pkg.python) else pkg.python
+    return sys.executable if pkg is None else pkg.interpreter
 
 
 def arm(config: Config, accel: AccelerationConfig, name: str, argv: Sequence[str], value: str | None) -> Arm:

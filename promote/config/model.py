@@ -1,7 +1,9 @@
-"""The validated configuration, as frozen data (parsing lives in promote.config_parse)."""
+"""The validated configuration, as frozen data (parsing lives in promote.config.parse)."""
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +29,17 @@ class PackageConfig:
     env: tuple[tuple[str, str], ...] = ()
     timeout_s: float | None = None
     serial: tuple[str, ...] = ()
+
+    @property
+    def interpreter(self) -> str:
+        """The Python that runs this package here: its own `python`, else promote's.
+
+        As pytest is started, in the package's directory: a relative path from there, a bare name from PATH.
+        """
+        if not self.python:
+            return sys.executable
+        relative = "/" in self.python and not os.path.isabs(self.python)
+        return str(self.path / self.python) if relative else self.python
 
 
 @dataclass(frozen=True)

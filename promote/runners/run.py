@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -106,11 +105,8 @@ def select(config: Config, name: str | None) -> tuple[PackageConfig, ...]:
         if not p.path.is_dir():
             raise ConfigError(f"{config.path}: package {p.name!r}: path {p.path} is not a directory")
         # Its own interpreter runs it here (a remote station runs it with the station's).
-        if p.python and station_of(config, p) is None:
-            # As pytest will be started: a relative path from the package's directory, a bare name from PATH.
-            relative = "/" in p.python and not os.path.isabs(p.python)
-            if shutil.which(str(p.path / p.python) if relative else p.python) is None:
-                raise ConfigError(f"{config.path}: package {p.name!r}: python {p.python} is not an executable here")
+        if p.python and station_of(config, p) is None and shutil.which(p.interpreter) is None:
+            raise ConfigError(f"{config.path}: package {p.name!r}: python {p.python} is not an executable here")
     return chosen
 
 
@@ -260,7 +256,7 @@ def start(pkg: PackageConfig, run_dir: Path) -> runner.PackageRun:
     """Start `pkg`'s first pytest process here."""
     # The plugin skips tests whose declared requirements this station lacks.
     return runner.PackageRun(
-        pkg, run_dir / pkg.name, python=pkg.python or sys.executable, leaks=pkg.leaks, station=run_dir / STATION_FILE
+        pkg, run_dir / pkg.name, python=pkg.interpreter, leaks=pkg.leaks, station=run_dir / STATION_FILE
     )
 
 

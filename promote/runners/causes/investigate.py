@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -197,9 +196,7 @@ def investigate(
     if not victims:
         return result
     station = result.out_dir.parent / "station.json"
-    rerunner = Rerunner(
-        pkg, pkg.python or sys.executable, result.out_dir / "reruns", station if station.is_file() else None
-    )
+    rerunner = Rerunner(pkg, pkg.interpreter, result.out_dir / "reruns", station if station.is_file() else None)
     worker_orders = orders(result.out_dir)
     leaks = [f for f in result.findings if f.check == "leaked-state"]
     alone = rerun_alone(rerunner, victims, budget, on_step)
@@ -220,7 +217,7 @@ def bisect_by_hand(
     """`promote bisect`: from the last run's order when it has the test, else from collection order."""
     base = state.bisect_dir(config.root) / state.new_run_id()
     station = last_run.parent / "station.json" if last_run is not None else None
-    rerunner = Rerunner(pkg, pkg.python or sys.executable, base, station if station and station.is_file() else None)
+    rerunner = Rerunner(pkg, pkg.interpreter, base, station if station and station.is_file() else None)
     prefix = prefix_of(victim, orders(last_run)) if last_run is not None else None
     observed = False
     if prefix is None:
