@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from promote.config.model import AccelerationConfig, Config
+from promote.core.process import Finished, run_bounded, telling_line
 
 
 class CommandError(RuntimeError):
@@ -56,20 +56,18 @@ def arm(config: Config, accel: AccelerationConfig, name: str, argv: Sequence[str
     return Arm(name, tuple(argv), cwd, env)
 
 
-def run(a: Arm, *, timeout_s: float | None) -> subprocess.CompletedProcess[bytes]:
+def run(a: Arm, *, timeout_s: float | None) -> Finished:
     """Run `a` to its end; a failure is one line: the command, how it ended, its last line of stderr."""
     what = f"`{shown(a.argv)}` ({a.name})"
     try:
-        done = subprocess.run(
-            list(a.argv), cwd=a.cwd, env={**os.environ, **a.env}, capture_output=True, timeout=timeout_s, check=False
-        )
+        # The one bounded runner: a command past its time limit is killed with everything it started.
+        done = run_bounded(a.argv, cwd=a.cwd, env={**os.environ, **a.env}, timeout=timeout_s)
     except FileNotFoundError:
         raise CommandError(f"{what}: no such program {a.argv[0]!r}") from None
-    except subprocess.TimeoutExpired:
-        raise CommandError(f"{what}: still running after {timeout_s:g}s, stopped") from None
     except OSError as e:
         raise CommandError(f"{what}: cannot start: {e.strerror}") from None
-    if done.returncode != 0:
-        lines = done.stderr.decode(errors="replace").strip().splitlines() or ["(no output on stderr)"]
-        raise CommandError(f"{what} exited {done.returncode}: {lines[-1].strip()}")
+    if done.status is None:
+        raise CommandError(f"{what}: still running after {timeout_s:g}s, stopped")
+    if done.status != 0:
+        raise CommandError(f"{what} exited {done.status}: {telling_line(done.stderr) or '(no output on stderr)'}")
     return done
