@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from promote.accel.parity import check_parity
 from promote.config.model import AccelerationConfig, Config
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
 from promote.core.findings import Finding
+from promote.core.git import run_git
 from promote.runners.package import ProgressCallback
 from promote.runners.run import RunResult
 
@@ -131,19 +131,16 @@ def worktree(root: Path, ref: str | None) -> Iterator[Path | None]:
         return
     tmp = Path(tempfile.mkdtemp(prefix="promote-baseline-"))
     tree = tmp / "tree"
-    done = subprocess.run(
-        ["git", "worktree", "add", "--detach", "--quiet", str(tree), ref], cwd=root, capture_output=True, text=True
-    )
-    if done.returncode != 0:
+    done = run_git(root, "worktree", "add", "--detach", "--quiet", str(tree), ref)
+    if not done.ok:
         shutil.rmtree(tmp, ignore_errors=True)
-        lines = done.stderr.strip().splitlines() or ["git worktree add failed"]
-        raise UsageError(f"--baseline-ref {ref}: {lines[-1]}")
+        raise UsageError(f"--baseline-ref {ref}: {done.reason}")
     try:
         yield tree
     finally:
         # The tree is promote's own scratch copy: delete it, then let git forget it (no forced removal).
         shutil.rmtree(tmp, ignore_errors=True)
-        subprocess.run(["git", "worktree", "prune"], cwd=root, capture_output=True)
+        run_git(root, "worktree", "prune")
 
 
 def judge(
