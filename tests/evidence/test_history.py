@@ -315,3 +315,13 @@ def test_a_package_run_between_two_full_runs_does_not_move_the_deltas(tmp_path: 
     assert deltas.previous == "r1" and deltas.headline == "23 now pass where 22 did"
     assert [d.nodeid for d in deltas.fixed] == ["t.py::p5"]
     history.close()
+
+
+def test_a_red_test_now_blocked_for_a_missing_requirement_is_not_called_filtered() -> None:
+    before = run("r1", "1", {"t.py::needs_model": "error", "t.py::skipped_now": "failed"})
+    now = run("r2", "2", {"t.py::needs_model": "blocked", "t.py::skipped_now": "skipped"})
+
+    deltas = compare(now, before)
+
+    assert [(d.nodeid, d.after) for d in deltas.filtered] == [("t.py::skipped_now", "skipped")]
+    assert deltas.fixed == () and deltas.newly_failing == ()
