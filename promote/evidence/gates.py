@@ -72,10 +72,10 @@ def _how(p: PackageResult) -> str:
     if workers in ("0", "1"):
         how = "serially in one process (workers = 1)"
     else:
-        serial = " with the tests its `serial` setting or marker names on one worker after" if (
-            "--promote-serial" in cmd or "--promote-part" in cmd
-        ) else ""  # fmt: skip
-        how = f"on {workers} workers{serial}"
+        # The serial part runs only when the parallel part left tests its `serial` setting or marker names.
+        how = f"on {workers} workers"
+        if "serial" in p.parts:
+            how += " with the tests its `serial` setting or marker names on one worker after"
     return f"on {p.station}, {how}"
 
 

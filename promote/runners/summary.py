@@ -65,6 +65,7 @@ class PackageResult:
     blocked_tests: tuple[str, ...] = ()  # ids of the tests counted as blocked
     blockers: tuple[Blocked, ...] = ()  # why each of them is blocked
     random_draws_restored: int = 0  # tests that only drew from MLX's global generator: key put back, no finding
+    parts: tuple[str, ...] = ()  # the pytest processes that ran: "all", or "parallel" then "serial" when it had any
 
     @property
     def passed(self) -> int:
@@ -308,6 +309,7 @@ def summarize(
         counts=dict(counts),
         subtests=dict(Counter(t.outcome for t in counted if t.parent is not None)),
         random_draws_restored=draws,
+        parts=tuple(done.part for done in parts),
     )
 
 
