@@ -73,6 +73,14 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session
+def docs(session: nox.Session) -> None:
+    """Build the manual in docs/ with MkDocs, --strict: a broken link, a missing page or anchor fails."""
+    # The reference is rendered from the schema file itself (docs/config_reference.py): promote need not be installed.
+    session.install("mkdocs>=1.6")
+    session.run("mkdocs", "build", "--strict", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Run every benchmark in benchmarks/ (arms interleaved) and print the figures."""
     # A regular (not editable) install, as users have: the editable finder adds start-up time.
