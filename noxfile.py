@@ -59,8 +59,8 @@ def oldest(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """Check formatting and lint with ruff, and the layer contract with import-linter."""
     session.install("ruff", "import-linter", "-e", ".")
-    session.run("ruff", "format", "--check", "promote", "tests", "benchmarks", "noxfile.py")
-    session.run("ruff", "check", "promote", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "format", "--check", "promote", "tests", "benchmarks", "docs", "noxfile.py")
+    session.run("ruff", "check", "promote", "tests", "benchmarks", "docs", "noxfile.py")
     # The layer contract in pyproject.toml: each layer imports only those below it, the plugin only core.
     session.run("lint-imports")
 

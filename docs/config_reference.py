@@ -121,7 +121,9 @@ def render(schema: dict[str, Any]) -> str:
             default = f"`{toml_value(child['default'])}`" if "default" in child else "—"
             # A sub-table's heading carries the anchor its row would: one id, one place.
             anchor = "" if sub and sub[1] == f"{table.path}.{key}" else f'<a id="{table.path}.{key}"></a>'
-            lines.append(f"| {anchor}`{key}` | {_cell(kind)} | {_cell(default)} | {_cell(child.get('description', ''))} |")
+            lines.append(
+                f"| {anchor}`{key}` | {_cell(kind)} | {_cell(default)} | {_cell(child.get('description', ''))} |"
+            )
         lines.append("")
     return "\n".join(lines)
 

@@ -131,7 +131,9 @@ def test_mkdocs_build_strict_passes_and_the_site_shows_every_key(tmp_path: Path)
     for path, key, node in schema_keys():
         ident = f"{path}.{key}"
         if f'<a id="{ident}"></a>' in page:
-            [row] = re.findall(rf'<tr>\s*<td><a id="{re.escape(ident)}"></a><code>{key}</code></td>(.*?)</tr>', page, re.S)
+            [row] = re.findall(
+                rf'<tr>\s*<td><a id="{re.escape(ident)}"></a><code>{key}</code></td>(.*?)</tr>', page, re.S
+            )
             assert shown(node["description"]) in plain(row), ident
         else:  # a sub-table: its heading
             assert re.search(rf'<h3 id="{re.escape(ident)}(\.NAME)?">', page), ident
@@ -180,7 +182,9 @@ def test_every_key_the_parser_accepts_is_in_the_schema_and_no_other() -> None:
         in_schema.setdefault(path, set()).add(key)
     for function, keys in tables.items():
         table = PARSER_TABLES[function]
-        assert keys == in_schema[table], f"{function} accepts {sorted(keys)}; the schema's {table} has {sorted(in_schema[table])}"
+        assert keys == in_schema[table], (
+            f"{function} accepts {sorted(keys)}; the schema's {table} has {sorted(in_schema[table])}"
+        )
 
 
 FULL = """
@@ -239,9 +243,13 @@ def test_the_schemas_defaults_are_what_the_parser_gives_an_absent_key(tmp_path: 
         if parsed is None:
             parsed = APPLIED_LATER.get((table, key))
         if "default" in node:
-            assert parsed == node["default"], f"{table}.{key}: the parser gives {parsed!r}, the schema {node['default']!r}"
+            assert parsed == node["default"], (
+                f"{table}.{key}: the parser gives {parsed!r}, the schema {node['default']!r}"
+            )
         else:
-            assert parsed is None, f"{table}.{key}: the parser gives {parsed!r} when it is absent; the schema no default"
+            assert parsed is None, (
+                f"{table}.{key}: the parser gives {parsed!r} when it is absent; the schema no default"
+            )
         checked += 1
     assert checked > 50
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from packaging.requirements import Requirement
 
 from promote import config
@@ -206,7 +205,9 @@ def test_every_install_line_works_today_from_a_clone_or_a_git_url() -> None:
     for text in (README, page("getting-started.md")):
         # The index name only as what will work once it is published.
         for found in re.finditer(r"pip install promote-release`", text):
-            assert "Once it is published" in text[max(0, found.start() - 80) : found.start()], text[found.start() - 80 :]
+            assert "Once it is published" in text[max(0, found.start() - 80) : found.start()], text[
+                found.start() - 80 :
+            ]
 
 
 @pytest.mark.slow
