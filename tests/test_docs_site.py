@@ -273,3 +273,9 @@ def test_the_layer_table_names_every_package_in_the_import_contracts_order() -> 
 def test_every_page_is_in_the_navigation(page: str) -> None:
     nav = (ROOT / "mkdocs.yml").read_text()
     assert re.search(rf":\s+{re.escape(page)}$", nav, flags=re.M), page
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
+def test_every_page_has_one_title(page: str) -> None:
+    text = re.sub(r"```.*?```", "", (DOCS / page).read_text(), flags=re.S)  # a `#` comment in a block is no title
+    assert len(re.findall(r"^# ", text, flags=re.M)) == 1
