@@ -246,3 +246,11 @@ def test_the_first_use_on_ones_own_repository_runs_as_written(tmp_path: Path) ->
     assert re.search(r"^UNDECIDED\s+in Docs$", audit.stdout, flags=re.M)
     [evidence] = (work / ".promote" / "runs").glob("*/evidence.md")
     assert "Everything E2E Tested" in evidence.read_text()
+
+
+def test_the_readme_links_to_pages_that_exist_and_to_every_page_of_the_manual() -> None:
+    linked = set(re.findall(r"\]\((docs/[\w.-]+\.md)\)", README))
+    assert all((ROOT / link).is_file() for link in linked), sorted(
+        link for link in linked if not (ROOT / link).is_file()
+    )
+    assert {f"docs/{name}" for name in PAGES} == linked
