@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from promote import config
+from promote.core.errors import ConfigError
 from promote.runners.remote.ssh import DEFAULT_PYTHON
 
 if sys.version_info >= (3, 11):
@@ -279,3 +280,60 @@ def test_every_page_is_in_the_navigation(page: str) -> None:
 def test_every_page_has_one_title(page: str) -> None:
     text = re.sub(r"```.*?```", "", (DOCS / page).read_text(), flags=re.S)  # a `#` comment in a block is no title
     assert len(re.findall(r"^# ", text, flags=re.M)) == 1
+
+
+# The same tables as FULL, each under a header of its own, so a key can be written into any of them.
+HEADERS = {
+    "promote": "[promote]",
+    "promote.packages": "[[promote.packages]]",
+    "promote.stations.NAME": "[promote.stations.s]",
+    "promote.accelerations.parity": "[promote.accelerations.parity]",
+    "promote.accelerations.bench": "[promote.accelerations.bench]",
+}
+SPLIT = """
+[promote]
+trunk = "main"
+[[promote.packages]]
+name = "p"
+path = "."
+[promote.stations.s]
+[[promote.accelerations]]
+name = "a"
+switch = { env = "X" }
+[promote.accelerations.parity]
+command = ["python", "{out}"]
+[promote.accelerations.bench]
+command = ["python"]
+"""
+
+
+def edges(node: dict[str, Any]) -> Iterator[tuple[float, bool]]:
+    """(value, accepted) at each bound the schema states: the bound itself and the nearest value past it."""
+    step = 1 if node.get("type") == "integer" else 0.5
+    if "minimum" in node:
+        yield node["minimum"], True
+        yield node["minimum"] - step, False
+    if "exclusiveMinimum" in node:
+        yield node["exclusiveMinimum"], False
+        yield node["exclusiveMinimum"] + step, True
+    if "maximum" in node:
+        yield node["maximum"], True
+        yield node["maximum"] + step, False
+
+
+def test_the_schemas_bounds_are_the_parsers(tmp_path: Path) -> None:
+    path = tmp_path / "promote.toml"
+    checked = 0
+    for table, key, node in schema_keys():
+        if table not in HEADERS:
+            continue
+        for value, accepted in edges(node):
+            header = HEADERS[table]
+            path.write_text(SPLIT.replace(f"{header}\n", f"{header}\n{key} = {value!r}\n", 1))
+            if accepted:
+                config.load(path)
+            else:
+                with pytest.raises(ConfigError, match=re.escape(key)):
+                    config.load(path)
+            checked += 1
+    assert checked >= 30
