@@ -153,7 +153,7 @@ def parser_tables() -> dict[str, set[str]]:
             for call in ast.walk(func):
                 is_table = isinstance(call, ast.Call) and getattr(call.func, "attr", None) == "table"
                 if is_table and len(call.args) == 3 and isinstance(call.args[2], ast.Set):  # type: ignore[attr-defined]
-                    keys = {elt.value for elt in call.args[2].elts if isinstance(elt, ast.Constant)}  # type: ignore[attr-defined]
+                    keys = {str(elt.value) for elt in call.args[2].elts if isinstance(elt, ast.Constant)}  # type: ignore[attr-defined]
                     found[f"{name}:{func.name}"] = keys
     return found
 
@@ -226,7 +226,7 @@ def test_the_schemas_defaults_are_what_the_parser_gives_an_absent_key(tmp_path: 
     path.write_text(RULE)
     rule = config.load(path).requirements.rules[0]
     accel = full.accelerations[0]
-    objects = {
+    objects: dict[str, Any] = {
         "promote": full, "promote.packages": full.packages[0], "promote.stations.NAME": full.stations[0],
         "promote.ci": full.ci, "promote.docs": full.docs, "promote.requirements": full.requirements,
         "promote.requirements.rules": rule, "promote.accelerations": accel,
