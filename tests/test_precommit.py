@@ -1,4 +1,4 @@
-"""The README's pre-commit set-up, exactly as written: the hook runs `promote check` on `git push`."""
+"""The manual's pre-commit set-up (docs/ci.md), exactly as written: the hook runs `promote check` on `git push`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.helpers.gitrepos import commit, git, make_fleet
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).parent.parent
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+CI_PAGE = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
 
 
 def pre_commit() -> list[str]:
@@ -29,14 +29,14 @@ def test_the_pre_push_hook_blocks_a_push_that_would_discard_a_mirrors_commits(tm
     if not (ROOT / ".git").exists():
         pytest.skip("the hook is installed from this repository's own commits; this copy is not a git repository")
     fleet = make_fleet(tmp_path, names=("origin", "mini"))
-    # The README's configuration, with this repository (at its checked-out commit) as the hook's source.
-    [config] = [text for text in re.findall(r"```yaml\n(.*?)```", README, re.S) if "promote-check" in text]
+    # The manual's configuration, with this repository (at its checked-out commit) as the hook's source.
+    [config] = [text for text in re.findall(r"```yaml\n(.*?)```", CI_PAGE, re.S) if "promote-check" in text]
     rev = git(ROOT, "rev-parse", "HEAD")
     text = config.replace("<this repository>", str(ROOT)).replace("rev: v0.1.0", f"rev: {rev}")
     (fleet.work / ".pre-commit-config.yaml").write_text(text)
     commit(fleet.work, "hook config", {".gitignore": ".promote/\n"})
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
-    [install] = [line.split("#")[0].strip() for line in README.splitlines() if line.startswith("pre-commit install")]
+    [install] = [line.split("#")[0].strip() for line in CI_PAGE.splitlines() if line.startswith("pre-commit install")]
     subprocess.run([*pre_commit(), *install.split()[1:]], cwd=fleet.work, env=env, check=True, capture_output=True)
 
     # A second developer pushed to `mini`: the candidate lacks that commit.
