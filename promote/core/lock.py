@@ -46,11 +46,17 @@ def holder(path: Path) -> str:
 
 @contextmanager
 def hold(root: Path, command: str, *, wait_s: float | None = None) -> Iterator[Path]:
-    """Hold `.promote/lock` under `root` while the block runs; wait up to `wait_s`, then raise LockBusy.
+    """Hold `.promote/lock` under `root` while the block runs; wait up to `wait_s`, then raise LockBusy."""
+    with hold_file(state_dir(root) / LOCK, command, wait_s=wait_s) as path:
+        yield path
+
+
+@contextmanager
+def hold_file(path: Path, command: str, *, wait_s: float | None = None) -> Iterator[Path]:
+    """Hold an flock on `path` (created 0600) while the block runs; wait up to `wait_s`, then raise LockBusy.
 
     The kernel drops an flock when its process dies, so a lock left by a killed run is simply taken.
     """
-    path = state_dir(root) / LOCK
     wait = wait_default() if wait_s is None else wait_s
     try:
         fd = private_file(path, os.O_RDWR)

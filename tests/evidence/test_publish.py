@@ -60,5 +60,6 @@ def test_publish_refuses_a_page_inside_git_metadata(tmp_path: Path) -> None:
     fleet, docs = docs_fleet(tmp_path, page=".git/hooks/{run}")
     result = run(fleet.work, "audit", "--publish")
     assert result.exit_code == 2, result.output
-    assert "must be a relative path inside the docs repository" in result.stderr
+    assert "promote.docs.page: expected a relative path pattern" in result.stderr
+    assert "(it lies inside git's own metadata (.git))" in result.stderr
     assert not [p for p in (docs / ".git/hooks").iterdir() if not p.name.endswith(".sample")]
