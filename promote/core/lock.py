@@ -74,8 +74,12 @@ def hold_file(path: Path, command: str, *, wait_s: float | None = None) -> Itera
                 time.sleep(_POLL_S)
         started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         note = json.dumps({"pid": os.getpid(), "command": command, "started": started}) + "\n"
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, note.encode("utf-8"), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, note.encode("utf-8"), 0)
+        except OSError:
+            # The note only names the holder for whoever waits (a full disk refuses it); the flock is the lock.
+            pass
         yield path
     finally:
         # Closing the descriptor releases the lock; the file stays, naming the last holder.

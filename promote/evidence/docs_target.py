@@ -76,7 +76,8 @@ def check_target(repo: Repo, rel: str) -> Path:
 
 def uncommitted(repo: Repo, rels: list[str]) -> str | None:
     """The first of `rels` with a change the docs repository has not committed (staged, unstaged or untracked)."""
-    status = repo.run("status", "--porcelain", "-z", "--untracked-files=all", "--", *rels)
+    # --no-optional-locks: reading must not rewrite the index (it cannot, on a full disk, and it is not ours).
+    status = repo.run("--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all", "--", *rels)
     if not status.ok:
         raise UsageError(f"cannot read the status of the docs repository {repo.root}: {status.reason}")
     changed = [entry[3:] for entry in status.stdout.split("\0") if len(entry) > 3]

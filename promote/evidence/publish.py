@@ -212,15 +212,20 @@ class _Undo:
         self.dirs: list[Path] = []
 
     def write(self, target: Path, data: bytes) -> None:
-        missing = [d for d in reversed(target.parents) if not d.exists()]
-        for d in missing:
-            d.mkdir()
+        for d in [d for d in reversed(target.parents) if not d.exists()]:
+            try:
+                d.mkdir()
+            except OSError as e:
+                raise _Refused(f"cannot make the directory {d}: {e.strerror or e}") from None
             self.dirs.append(d)
         self.files.append((target, target.read_bytes() if target.exists() else None))
-        # O_NOFOLLOW: a symlink put in place since the check is refused by the kernel rather than followed.
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        try:
+            # O_NOFOLLOW: a symlink put in place since the check is refused by the kernel rather than followed.
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise _Refused(f"cannot write {target}: {e.strerror or e}") from None
 
     def take_back(self) -> list[str]:
         """Put everything back; what could not be, each as `path: why`."""

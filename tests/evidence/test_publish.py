@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import run
+from tests.helpers.docs import docs_state
 from tests.helpers.gitrepos import Fleet, commit, git, make_fleet
 from tests.helpers.packages import write_package
 
@@ -29,15 +30,6 @@ def docs_fleet(tmp_path: Path, page: str = "docs/evidence/latest.md", gates: str
     commit(fleet.work, "docs config")
     git(fleet.work, "push", "-q", "origin", "main")
     return fleet, docs
-
-
-def docs_state(docs: Path) -> dict[str, str]:
-    """Everything of the docs repository a publish could change: HEAD, the index's entries, the work tree."""
-    return {
-        "head": git(docs, "rev-parse", "HEAD"),
-        "index": git(docs, "ls-files", "--stage"),
-        "status": git(docs, "status", "--porcelain", "--untracked-files=all", "--ignored"),
-    }
 
 
 def nothing_ran(fleet: Fleet) -> bool:
