@@ -169,7 +169,7 @@ def _stage(repo: Repo, index: Path, before: str | None, blobs: Mapping[str, str]
 def _read_back(repo: Repo, before: str | None, after: str | None, blobs: Mapping[str, str]) -> PublishResult:
     """Published only when HEAD is a new commit on top of `before` that holds every file as written."""
     rels = tuple(blobs)
-    parent = _blob_parent(repo, after) if after is not None else None
+    parent = _parent(repo, after) if after is not None else None
     missing = [rel for rel, blob in blobs.items() if after is None or _blob_at(repo, after, rel) != blob]
     if after is None or parent != before or missing:
         what = f"does not hold {', '.join(missing)}" if missing else f"is not a commit on top of {before}"
@@ -189,7 +189,7 @@ def _update_index(repo: Repo, rels: tuple[str, ...]) -> Finished:
         time.sleep(0.05)
 
 
-def _blob_parent(repo: Repo, commit: str) -> str | None:
+def _parent(repo: Repo, commit: str) -> str | None:
     found = repo.run("rev-parse", "--verify", "--quiet", f"{commit}^1")
     return found.stdout.strip() if found.ok else None
 

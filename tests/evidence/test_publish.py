@@ -188,3 +188,37 @@ def test_a_commit_that_does_not_hold_the_page_as_written_is_not_published(tmp_pa
     assert f"cannot be read back holding docs/evidence/latest.md (HEAD {head} does not hold" in result.stdout
     assert git(docs, "show", "HEAD:docs/evidence/latest.md") == "tampered"
     assert "published: committed" not in result.stdout
+
+
+def test_a_page_the_docs_repository_ignores_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    fleet, docs = docs_fleet(tmp_path, gates="pass")
+    commit(docs, "ignore generated pages", {".gitignore": "docs/evidence/\n"})
+    before = docs_state(docs)
+    result = run(fleet.work, "audit", "--publish")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"promote: error: docs/evidence/latest.md is ignored in the docs repository {docs} (.gitignore); "
+        "it cannot be committed\n"
+    )
+    assert nothing_ran(fleet) and docs_state(docs) == before
+
+
+def test_a_refused_push_after_the_commit_is_not_a_pass(tmp_path: Path) -> None:
+    fleet, docs = docs_fleet(tmp_path, gates="pass")
+    mirror = tmp_path / "docs-origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(mirror))
+    git(docs, "remote", "add", "origin", str(mirror))
+    git(docs, "push", "-q", "origin", "main")
+    hook = mirror / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'docs are frozen for the release' >&2\nexit 1\n")
+    hook.chmod(0o755)
+
+    result = run(fleet.work, "audit", "--publish", "--push")
+
+    assert result.exit_code == 4, result.output
+    head = git(docs, "rev-parse", "HEAD")
+    assert f"published: committed docs/evidence/latest.md in {docs} ({head[:7]}); push to origin refused: " in (
+        result.stdout
+    )
+    assert "docs are frozen for the release" in result.stderr
+    assert git(mirror, "rev-parse", "main") != head
