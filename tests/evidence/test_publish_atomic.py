@@ -8,8 +8,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from importlib.resources import files
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from promote.evidence.publish import publish
@@ -59,6 +61,7 @@ def docs_repo(where: Path) -> Path:
     return docs
 
 
+AUDIT_SCHEMA = json.loads(files("promote").joinpath("schemas/audit.schema.json").read_text("utf-8"))
 PAGE = "# Evidence\n\n" + "A gate's evidence, line after line.\n" * 80
 
 
@@ -103,6 +106,7 @@ def test_audit_into_a_full_docs_disk_keeps_the_audit_and_publishes_on_the_rerun(
 
     assert full.exit_code == 4, full.output  # every gate passes; the page did not land
     report = json.loads(full.stdout)
+    jsonschema.validate(report, AUDIT_SCHEMA)
     assert {g["status"] for g in report["gates"].values()} == {"pass"}
     assert report["published"]["status"] == "refused" and report["published"]["left_behind"] == []
     assert f"cannot write {docs}/docs/evidence/latest.md: No space left on device" in report["published"]["cause"]
@@ -112,6 +116,7 @@ def test_audit_into_a_full_docs_disk_keeps_the_audit_and_publishes_on_the_rerun(
     (tmpfs / "filler").unlink()
     again = run(fleet.work, "audit", "--publish", "--json")
     assert again.exit_code == 0, again.output
+    jsonschema.validate(json.loads(again.stdout), AUDIT_SCHEMA)
     published = json.loads(again.stdout)["published"]
     assert published["status"] == "committed" and published["commit"] == git(docs, "rev-parse", "HEAD")
 
@@ -176,7 +181,7 @@ def test_two_publishers_into_one_docs_repository_at_once_both_land_every_time(tm
     log = git(docs, "log", "--format=%s", "--first-parent").splitlines()
     assert len(log) == 1 + 2 * rounds
     assert sorted(log[:-1]) == sorted(f"promote: {w} {i}" for w in ("alpha", "beta") for i in range(rounds))
-    files = git(docs, "ls-tree", "-r", "--name-only", "HEAD", "docs/evidence").splitlines()
-    assert files == sorted(f"docs/evidence/{i:02d}-{w}.md" for i in range(rounds) for w in ("alpha", "beta"))
+    in_tree = git(docs, "ls-tree", "-r", "--name-only", "HEAD", "docs/evidence").splitlines()
+    assert in_tree == sorted(f"docs/evidence/{i:02d}-{w}.md" for i in range(rounds) for w in ("alpha", "beta"))
     assert {r["commit"] for r in results} == set(git(docs, "rev-list", "HEAD", "--max-count=40").splitlines())
     assert git(docs, "status", "--porcelain", "--untracked-files=all") == ""
