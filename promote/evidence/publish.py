@@ -167,13 +167,21 @@ def _stage(repo: Repo, index: Path, before: str | None, blobs: Mapping[str, str]
 
 
 def _read_back(repo: Repo, before: str | None, after: str | None, blobs: Mapping[str, str]) -> PublishResult:
-    """Published only when HEAD is a new commit on top of `before` that holds every file as written."""
+    """Published only when HEAD is a new commit that holds every file as written and changes nothing else."""
     rels = tuple(blobs)
-    parent = _parent(repo, after) if after is not None else None
     missing = [rel for rel, blob in blobs.items() if after is None or _blob_at(repo, after, rel) != blob]
-    if after is None or parent != before or missing:
-        what = f"does not hold {', '.join(missing)}" if missing else f"is not a commit on top of {before}"
-        return PublishResult("unverified", repo.root, rels, commit=after, cause=f"HEAD {after} {what}")
+    if after is None or missing:
+        return PublishResult(
+            "unverified", repo.root, rels, commit=after, cause=f"HEAD {after} does not hold {', '.join(missing)}"
+        )
+    # Someone else's commit landing between `before` and ours would be undone by our tree (built on `before`).
+    parent = _parent(repo, after)
+    others = (
+        sorted(set(repo.changed_files(parent, after)) - set(rels)) if parent is not None and parent != before else []
+    )
+    if others:
+        cause = f"HEAD {after} also changes {', '.join(others)} of {parent}, which landed during the commit"
+        return PublishResult("unverified", repo.root, rels, commit=after, cause=cause)
     # The commit holds the files; the repository's index catches up (git status would show them deleted).
     update = _update_index(repo, rels)
     return PublishResult("committed", repo.root, rels, commit=after, index_cause=None if update.ok else update.reason)

@@ -185,3 +185,29 @@ def test_two_publishers_into_one_docs_repository_at_once_both_land_every_time(tm
     assert in_tree == sorted(f"docs/evidence/{i:02d}-{w}.md" for i in range(rounds) for w in ("alpha", "beta"))
     assert {r["commit"] for r in results} == set(git(docs, "rev-list", "HEAD", "--max-count=40").splitlines())
     assert git(docs, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_commit_that_would_undo_one_landed_meanwhile_is_not_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from promote.core.git import Repo
+    from promote.evidence.publish import _read_back
+
+    docs = docs_repo(tmp_path)
+    before = git(docs, "rev-parse", "HEAD")
+    (tmp_path / "page.md").write_text(PAGE)
+    blob = git(docs, "hash-object", "-w", str(tmp_path / "page.md"))
+    # Someone else's commit lands after the publisher read HEAD...
+    meanwhile = commit(docs, "someone else", {"docs/other.md": "theirs\n"})
+    # ...and the publisher's commit, its tree built on `before`, lands on top of it: it would undo docs/other.md.
+    with monkeypatch.context() as m:
+        m.setenv("GIT_INDEX_FILE", str(tmp_path / "index"))
+        git(docs, "read-tree", before)
+        git(docs, "update-index", "--add", "--cacheinfo", f"100644,{blob},docs/evidence/a.md")
+        tree = git(docs, "write-tree")
+    after = git(docs, "commit-tree", tree, "-p", meanwhile, "-m", "promote: evidence")
+
+    result = _read_back(Repo(docs), before, after, {"docs/evidence/a.md": blob})
+
+    assert result.status == "unverified" and result.commit == after
+    assert result.cause == f"HEAD {after} also changes docs/other.md of {meanwhile}, which landed during the commit"
