@@ -31,7 +31,7 @@ def published_line(p: PublishResult) -> str:
     elif p.status == "unchanged":
         text = f"{files} in {p.repo} unchanged: already committed in {short}"
     elif p.status == "unverified":
-        text = f"not published: the commit in {p.repo} cannot be read back holding {files} ({p.cause})"
+        text = f"not published: the commit made in {p.repo} was read back and does not count ({p.cause})"
     elif p.left_behind:
         text = f"not published ({p.cause}); left behind in {p.repo}: {'; '.join(p.left_behind)}"
     else:

@@ -185,7 +185,7 @@ def test_a_commit_that_does_not_hold_the_page_as_written_is_not_published(tmp_pa
 
     assert result.exit_code == 4, result.output
     head = git(docs, "rev-parse", "HEAD")
-    assert f"cannot be read back holding docs/evidence/latest.md (HEAD {head} does not hold" in result.stdout
+    assert f"read back and does not count (HEAD {head} does not hold docs/evidence/latest.md)" in result.stdout
     assert git(docs, "show", "HEAD:docs/evidence/latest.md") == "tampered"
     assert "published: committed" not in result.stdout
 
