@@ -5,6 +5,7 @@ from __future__ import annotations
 from promote.cli.render import findings_lines
 from promote.evidence.audit import AuditResult
 from promote.evidence.gates import TITLES
+from promote.evidence.publish import PublishResult
 
 
 def audit_report(r: AuditResult) -> str:
@@ -16,6 +17,29 @@ def audit_report(r: AuditResult) -> str:
     if r.findings:
         lines += ["", "findings:", *findings_lines(r.findings)]
     lines += ["", "pages:", f"  {r.pages.md}", f"  {r.pages.html}", f"  {r.pages.json}"]
-    if r.published:
-        lines.append(f"published: {r.published}")
+    if r.published is not None:
+        lines.append(f"published: {published_line(r.published)}")
     return "\n".join(lines)
+
+
+def published_line(p: PublishResult) -> str:
+    """What publishing did, from what the docs repository was read back holding."""
+    files = ", ".join(p.files)
+    short = (p.commit or "")[:7]
+    if p.status == "committed":
+        text = f"committed {files} in {p.repo} ({short})"
+    elif p.status == "unchanged":
+        text = f"{files} in {p.repo} unchanged: already committed in {short}"
+    elif p.status == "unverified":
+        text = f"not published: the commit made in {p.repo} was read back and does not count ({p.cause})"
+    elif p.left_behind:
+        text = f"not published ({p.cause}); left behind in {p.repo}: {'; '.join(p.left_behind)}"
+    else:
+        text = f"not published ({p.cause}); nothing was committed and {p.repo} is as it was"
+    if p.index_cause:
+        text += f"; the docs repository's index was not updated ({p.index_cause}): `git reset -q -- {files}` there"
+    if p.push == "pushed":
+        text += f"; pushed to origin/{p.branch}, no force"
+    elif p.push == "refused":
+        text += f"; push to origin refused: {p.push_cause}"
+    return text

@@ -22,6 +22,7 @@ from promote.config.model import (
     RuleConfig,
     StationConfig,
 )
+from promote.config.pagepath import path_problem
 from promote.core.errors import ConfigError
 from promote.core.policies import CONFIGURABLE_LEAK_POLICIES, RESTORE
 from promote.core.station import Station
@@ -355,9 +356,9 @@ class Parser:
             if name is not None and (name not in PAGE_FIELDS or spec or conversion):
                 field = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
                 raise self.fail(f"{where}.page", f"{expected} (not {field})", value)
-        literal = "".join(text for text, *_ in parts)
-        if not value.strip() or literal.startswith(("/", "\\")) or ".." in literal.replace("\\", "/").split("/"):
-            raise self.fail(f"{where}.page", expected, value)
+        problem = path_problem("".join(text if name is None else f"{text}x" for text, name, *_ in parts))
+        if problem is not None:
+            raise self.fail(f"{where}.page", f"{expected} ({problem})", value)
         return value
 
     def requirements(self, raw: object) -> RequirementsConfig:

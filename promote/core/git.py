@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -42,13 +43,16 @@ TELLING = Telling(
 )
 
 
-def run_git(cwd: Path, *args: str, timeout: float | None = None, remote: bool = False) -> Finished:
+def run_git(
+    cwd: Path, *args: str, timeout: float | None = None, remote: bool = False, env: Mapping[str, str] | None = None
+) -> Finished:
     """Run `git ARGS...` in `cwd`; never raises on failure; on timeout, kill git and what it started.
 
     `remote` commands (talking to a mirror) also die, with everything they started, when promote dies:
     an orphaned push would otherwise still move the mirror with nobody left to record it.
+    `env` adds variables (e.g. `GIT_INDEX_FILE`) to promote's own environment.
     """
-    env = {**os.environ, **_ENV}
+    env = {**os.environ, **(env or {}), **_ENV}
     done = run_bounded(["git", *args], cwd=cwd, timeout=timeout, env=env, die_with_promote=remote, telling=TELLING)
     if done.status is None:
         return replace(done, stdout="", output=b"", stderr=f"timeout: git {args[0]} did not complete in {timeout:g} s")
@@ -72,8 +76,10 @@ class Repo:
         self.root = Path(top)
         self.shallow = shallow == "true"
 
-    def run(self, *args: str, timeout: float | None = None, remote: bool = False) -> Finished:
-        return run_git(self.root, *args, timeout=timeout, remote=remote)
+    def run(
+        self, *args: str, timeout: float | None = None, remote: bool = False, env: Mapping[str, str] | None = None
+    ) -> Finished:
+        return run_git(self.root, *args, timeout=timeout, remote=remote, env=env)
 
     def out(self, *args: str) -> str:
         """Run a git command that must succeed and return its stdout."""

@@ -46,11 +46,17 @@ def holder(path: Path) -> str:
 
 @contextmanager
 def hold(root: Path, command: str, *, wait_s: float | None = None) -> Iterator[Path]:
-    """Hold `.promote/lock` under `root` while the block runs; wait up to `wait_s`, then raise LockBusy.
+    """Hold `.promote/lock` under `root` while the block runs; wait up to `wait_s`, then raise LockBusy."""
+    with hold_file(state_dir(root) / LOCK, command, wait_s=wait_s) as path:
+        yield path
+
+
+@contextmanager
+def hold_file(path: Path, command: str, *, wait_s: float | None = None) -> Iterator[Path]:
+    """Hold an flock on `path` (created 0600) while the block runs; wait up to `wait_s`, then raise LockBusy.
 
     The kernel drops an flock when its process dies, so a lock left by a killed run is simply taken.
     """
-    path = state_dir(root) / LOCK
     wait = wait_default() if wait_s is None else wait_s
     try:
         fd = private_file(path, os.O_RDWR)
@@ -68,8 +74,12 @@ def hold(root: Path, command: str, *, wait_s: float | None = None) -> Iterator[P
                 time.sleep(_POLL_S)
         started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         note = json.dumps({"pid": os.getpid(), "command": command, "started": started}) + "\n"
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, note.encode("utf-8"), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, note.encode("utf-8"), 0)
+        except OSError:
+            # The note only names the holder for whoever waits (a full disk refuses it); the flock is the lock.
+            pass
         yield path
     finally:
         # Closing the descriptor releases the lock; the file stays, naming the last holder.

@@ -15,7 +15,7 @@ from promote.checks.ci import outcome as ci_outcome
 from promote.checks.ci import survey_ci
 from promote.checks.docs import audit_docs
 from promote.config import Config
-from promote.config.workspace import Workspace
+from promote.config.workspace import Workspace, resolve_candidate
 from promote.core import state
 from promote.core.errors import ConfigError
 from promote.core.findings import Finding
@@ -25,7 +25,7 @@ from promote.evidence import deltas as deltas_mod
 from promote.evidence import pages as evidence
 from promote.evidence.history import History, StoredRun
 from promote.evidence.pages import Pages
-from promote.evidence.publish import preflight
+from promote.evidence.publish import PublishResult, preflight
 from promote.evidence.publish import publish as publish_page
 from promote.evidence.store import outcomes_of
 from promote.release import journal
@@ -45,7 +45,7 @@ class AuditResult:
     gates: dict[str, gates.Gate]
     findings: tuple[Finding, ...]
     pages: Pages
-    published: str | None = None
+    published: PublishResult | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -54,7 +54,7 @@ class AuditResult:
             "gates": {k: g.to_json() for k, g in self.gates.items()},
             "findings": [f.to_json() for f in self.findings],
             "pages": self.pages.to_json(),
-            "published": self.published,
+            "published": self.published.to_json() if self.published else None,
         }
 
 
@@ -108,6 +108,8 @@ class Observed:
     run: RunResult | None
     outcomes: dict[str, CheckOutcome]
     accel: AccelReport | None
+    # Where --publish puts the page in the docs repository, fixed (and checked) before anything ran.
+    page: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,22 +125,24 @@ class Decided:
 
 def observe(
     ws: Workspace, *, publish: bool, candidate: str | None, bench: bool,
-    on_progress: ProgressCallback | None, on_step: StepCallback | None,
+    on_progress: ProgressCallback | None, on_step: StepCallback | None, push: bool = False,
 ) -> Observed:  # fmt: skip
     """Check, run the tests and every check; refuses --publish up front when the docs repository cannot take a page."""
     cfg = ws.config
     if publish and cfg.docs is None:
         raise ConfigError(f"{cfg.path}: --publish needs [{cfg.prefix}.docs] naming the docs repository")
     started = now()
-    result = check(ws, candidate)
     run_id = new_run_id()
+    page = None
     if publish and cfg.docs is not None:
-        preflight(cfg.docs, run_id=run_id, commit=result.candidate)
+        commit = resolve_candidate(ws, candidate)[0]
+        page = preflight(cfg.docs, run_id=run_id, commit=commit, push=push)
+    result = check(ws, candidate)
     run = run_tests(cfg, on_progress=on_progress, run_id=run_id, on_step=on_step) if cfg.packages else None
     outcomes = run_checks(ws, result, run)
     # Each accelerated path's switch both ways and parity; its bench only when asked (benches are long).
     accel = run_accelerations(cfg, bench=bench, on_progress=on_progress) if cfg.accelerations else None
-    return Observed(run_id, started, result, run, outcomes, accel)
+    return Observed(run_id, started, result, run, outcomes, accel, page)
 
 
 def decide_gates(cfg: Config, seen: Observed, deltas: deltas_mod.Deltas) -> dict[str, gates.Gate]:
@@ -213,7 +217,9 @@ def audit(
 ) -> AuditResult:  # fmt: skip
     """Run everything, decide the four gates, store the run, write (and maybe publish) the pages."""
     cfg = ws.config
-    seen = observe(ws, publish=publish, candidate=candidate, bench=bench, on_progress=on_progress, on_step=on_step)
+    seen = observe(
+        ws, publish=publish, candidate=candidate, bench=bench, on_progress=on_progress, on_step=on_step, push=push
+    )  # fmt: skip
     done = decide_and_record(cfg, seen, command)
     doc = evidence.document(
         run_id=seen.run_id,
@@ -231,9 +237,7 @@ def audit(
         record_accel(cfg, seen.accel, kind="audit", run_id=seen.run_id)
     pages = evidence.write(doc, state.runs_dir(cfg.root) / seen.run_id, statements_of(ws, seen))
     published = None
-    if publish and cfg.docs is not None:
-        published = publish_page(
-            cfg.docs, pages.md.read_text(encoding="utf-8"), run_id=seen.run_id, commit=seen.check.candidate,
-            verdict=doc["verdict"], push=push,
-        )  # fmt: skip
+    if cfg.docs is not None and seen.page is not None:
+        message = f"promote: evidence for {seen.check.candidate[:7]} ({doc['verdict']}), run {seen.run_id}"
+        published = publish_page(cfg.docs.repo, {seen.page: pages.md.read_text(encoding="utf-8")}, message, push=push)
     return AuditResult(seen.run_id, doc["verdict"], done.gates, tuple(done.findings), pages, published)

@@ -7,19 +7,35 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import run
+from tests.helpers.docs import docs_state
 from tests.helpers.gitrepos import Fleet, commit, git, make_fleet
+from tests.helpers.packages import write_package
+
+# What the workspace's one package runs: its gates then all pass ("pass") or Tested fails ("fail"); with no
+# package at all ("undecided") Tested has nothing to decide.
+BODIES = {"pass": "def test_ok():\n    pass\n", "fail": "def test_red():\n    assert False\n"}
 
 
-def docs_fleet(tmp_path: Path, page: str = "docs/evidence/latest.md") -> tuple[Fleet, Path]:
+def docs_fleet(tmp_path: Path, page: str = "docs/evidence/latest.md", gates: str = "undecided") -> tuple[Fleet, Path]:
     fleet = make_fleet(tmp_path, names=("origin",))
     docs = tmp_path / "docs"
     docs.mkdir()
     git(docs, "init", "-q", "-b", "main")
     commit(docs, "docs", {"docs/index.md": "# Docs\n"})
-    fleet.config(f'[promote.docs]\nrepo = "{docs}"\npage = "{page}"\n')
+    body = f'[promote.docs]\nrepo = "{docs}"\npage = "{page}"\n'
+    if gates in BODIES:
+        write_package(fleet.work, "pkg", {"test_a.py": BODIES[gates]})
+        body = f'deployed = "main"\n[[promote.packages]]\nname = "pkg"\npath = "pkg"\n{body}'
+    fleet.config(body)
     commit(fleet.work, "docs config")
     git(fleet.work, "push", "-q", "origin", "main")
     return fleet, docs
+
+
+def nothing_ran(fleet: Fleet) -> bool:
+    """No run was started: no run directory, no history."""
+    state = fleet.work / ".promote"
+    return not (state / "runs").exists() or not any((state / "runs").iterdir())
 
 
 def test_publish_commits_the_page_and_says_which_commit(tmp_path: Path) -> None:
@@ -60,5 +76,149 @@ def test_publish_refuses_a_page_inside_git_metadata(tmp_path: Path) -> None:
     fleet, docs = docs_fleet(tmp_path, page=".git/hooks/{run}")
     result = run(fleet.work, "audit", "--publish")
     assert result.exit_code == 2, result.output
-    assert "must be a relative path inside the docs repository" in result.stderr
+    assert "promote.docs.page: expected a relative path pattern" in result.stderr
+    assert "(it lies inside git's own metadata (.git))" in result.stderr
     assert not [p for p in (docs / ".git/hooks").iterdir() if not p.name.endswith(".sample")]
+
+
+@pytest.mark.parametrize(
+    ("page", "problem"),
+    [
+        ("docs/evidence/", "it names a directory, not a file"),
+        ("docs/evidence/\\u0000{run}.md", "it holds the control character '\\x00'"),
+        ("/srv/evidence/{run}.md", "it is an absolute path"),
+        ("theme/.git/{run}.md", "it lies inside git's own metadata (.git)"),
+    ],
+)
+def test_a_page_template_that_cannot_name_a_file_is_refused_before_anything_runs(
+    tmp_path: Path, page: str, problem: str
+) -> None:
+    fleet, docs = docs_fleet(tmp_path, page=page, gates="pass")
+    before = docs_state(docs)
+    result = run(fleet.work, "audit", "--publish")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "promote.docs.page: expected a relative path pattern" in result.stderr and f"({problem})" in result.stderr
+    assert nothing_ran(fleet) and docs_state(docs) == before
+
+
+def test_a_page_that_is_a_directory_of_the_docs_repository_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    fleet, docs = docs_fleet(tmp_path, page="docs/evidence", gates="pass")
+    commit(docs, "evidence so far", {"docs/evidence/2026-01-01.md": "# old\n"})
+    before = docs_state(docs)
+    result = run(fleet.work, "audit", "--publish")
+    assert result.exit_code == 2, result.output
+    assert (
+        result.stderr == f"promote: error: {docs}/docs/evidence is a directory in the docs repository; "
+        "[promote.docs] page must name a file\n"
+    )
+    assert nothing_ran(fleet) and docs_state(docs) == before
+
+
+@pytest.mark.parametrize("kind", ["clone", "submodule"])
+def test_a_page_inside_a_nested_repository_is_refused_before_anything_runs(tmp_path: Path, kind: str) -> None:
+    fleet, docs = docs_fleet(tmp_path, page="theme/evidence/{run}.md", gates="pass")
+    theme = tmp_path / "theme-src"
+    theme.mkdir()
+    git(theme, "init", "-q", "-b", "main")
+    commit(theme, "theme", {"layout.html": "<html></html>\n"})
+    if kind == "clone":
+        # A cloned theme, not a submodule: the docs repository sees only an untracked directory.
+        git(docs, "clone", "-q", str(theme), "theme")
+    else:
+        git(docs, "submodule", "add", "-q", str(theme), "theme")
+        git(docs, "commit", "-q", "-m", "theme as a submodule")
+    before, theme_before = docs_state(docs), docs_state(docs / "theme")
+
+    result = run(fleet.work, "audit", "--publish")
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1
+    assert f"lies inside {docs}/theme, a git repository of its own within the docs repository" in result.stderr
+    assert "already committed" not in result.output
+    assert nothing_ran(fleet) and docs_state(docs) == before and docs_state(docs / "theme") == theme_before
+    assert not (docs / "theme" / "evidence").exists()
+
+
+@pytest.mark.parametrize(("gates", "code"), [("pass", 4), ("fail", 1), ("undecided", 3)])
+def test_a_refusing_pre_commit_hook_leaves_the_docs_repository_as_it_was(tmp_path: Path, gates: str, code: int) -> None:
+    fleet, docs = docs_fleet(tmp_path, gates=gates)
+    hook = docs / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'docs-lint: evidence pages need a reviewer' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    # Someone's work in progress in the docs repository: staged, and not the publisher's to commit.
+    (docs / "notes.md").write_text("draft\n")
+    git(docs, "add", "notes.md")
+    before = docs_state(docs)
+
+    refused = run(fleet.work, "audit", "--publish")
+
+    # The gates' own code when one fails or is undecided; 4 when they all pass but the page did not land.
+    assert refused.exit_code == code, refused.output
+    cause = f"git commit in the docs repository {docs} was refused (exit 1): docs-lint: evidence pages need a reviewer"
+    assert f"published: not published ({cause}); nothing was committed and {docs} is as it was" in refused.stdout
+    assert refused.stderr.splitlines()[-1].startswith(f"promote: error: publish: not published ({cause})")
+    assert docs_state(docs) == before
+    assert not (docs / "docs" / "evidence").exists()
+
+    # The hook fixed, the same day's rerun publishes; the staged notes stay staged and out of the commit.
+    hook.unlink()
+    again = run(fleet.work, "audit", "--publish")
+    assert again.exit_code == {4: 0}.get(code, code), again.output
+    head = git(docs, "rev-parse", "HEAD")
+    assert f"published: committed docs/evidence/latest.md in {docs} ({head[:7]})" in again.stdout
+    assert git(docs, "show", "--name-only", "--format=", "HEAD") == "docs/evidence/latest.md"
+    assert git(docs, "status", "--porcelain") == "A  notes.md"
+
+
+def test_a_commit_that_does_not_hold_the_page_as_written_is_not_published(tmp_path: Path) -> None:
+    fleet, docs = docs_fleet(tmp_path, gates="pass")
+    # A hook that swaps the page's content in the index being committed: a commit lands, but not with the page.
+    hook = docs / ".git" / "hooks" / "pre-commit"
+    hook.write_text(
+        "#!/bin/sh\nblob=$(echo tampered | git hash-object -w --stdin)\n"
+        "git update-index --cacheinfo 100644,$blob,docs/evidence/latest.md\n"
+    )
+    hook.chmod(0o755)
+
+    result = run(fleet.work, "audit", "--publish")
+
+    assert result.exit_code == 4, result.output
+    head = git(docs, "rev-parse", "HEAD")
+    assert f"read back and does not count (HEAD {head} does not hold docs/evidence/latest.md)" in result.stdout
+    assert git(docs, "show", "HEAD:docs/evidence/latest.md") == "tampered"
+    assert "published: committed" not in result.stdout
+
+
+def test_a_page_the_docs_repository_ignores_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    fleet, docs = docs_fleet(tmp_path, gates="pass")
+    commit(docs, "ignore generated pages", {".gitignore": "docs/evidence/\n"})
+    before = docs_state(docs)
+    result = run(fleet.work, "audit", "--publish")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"promote: error: docs/evidence/latest.md is ignored in the docs repository {docs} (.gitignore); "
+        "it cannot be committed\n"
+    )
+    assert nothing_ran(fleet) and docs_state(docs) == before
+
+
+def test_a_refused_push_after_the_commit_is_not_a_pass(tmp_path: Path) -> None:
+    fleet, docs = docs_fleet(tmp_path, gates="pass")
+    mirror = tmp_path / "docs-origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(mirror))
+    git(docs, "remote", "add", "origin", str(mirror))
+    git(docs, "push", "-q", "origin", "main")
+    hook = mirror / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'docs are frozen for the release' >&2\nexit 1\n")
+    hook.chmod(0o755)
+
+    result = run(fleet.work, "audit", "--publish", "--push")
+
+    assert result.exit_code == 4, result.output
+    head = git(docs, "rev-parse", "HEAD")
+    assert f"published: committed docs/evidence/latest.md in {docs} ({head[:7]}); push to origin refused: " in (
+        result.stdout
+    )
+    assert "docs are frozen for the release" in result.stderr
+    assert git(mirror, "rev-parse", "main") != head

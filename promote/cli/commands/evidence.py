@@ -19,10 +19,13 @@ from promote.cli.app import (
     load_config_of,
 )
 from promote.cli.ci_formats import format_option
-from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
+from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_PARTIAL, EXIT_UNDECIDED, UsageError
 
 # `promote audit`: every gate passes 0, a gate fails 1, a gate undecided 3.
 AUDIT_EXIT = {"pass": EXIT_OK, "fail": EXIT_BLOCKED, "undecided": EXIT_UNDECIDED}
+# Every gate passes but --publish (or --push) did not land: the audit stands, its page is not in the docs.
+# A failing or undecided gate keeps its own code: a refused publish never hides it.
+EXIT_UNPUBLISHED = EXIT_PARTIAL
 
 
 @cli.command()
@@ -59,7 +62,14 @@ def audit(obj: Context, publish: bool, push: bool, bench: bool, candidate: str |
         )
     progress.close()
     emit(result.to_json(), audit_report(result), as_json=as_json)
-    sys.exit(AUDIT_EXIT[result.verdict])
+    code = AUDIT_EXIT[result.verdict]
+    if result.published is not None and not result.published.ok:
+        from promote.cli.audit_report import published_line
+        from promote.core.redact import clean
+
+        click.echo(f"promote: error: publish: {clean(published_line(result.published))}", err=True)
+        code = code if code != EXIT_OK else EXIT_UNPUBLISHED
+    sys.exit(code)
 
 
 @cli.command()
