@@ -144,9 +144,11 @@ PUBLISHER = """
 import json, sys, time
 from pathlib import Path
 from promote.evidence.publish import publish
-docs, who, start, rounds = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+docs, who, barrier, rounds = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
 for round_ in range(rounds):
-    while time.time() < start + round_ * 0.5:
+    # A barrier per round, not a timetable: on a loaded machine a slow round would put the two out of step.
+    (barrier / f"{round_}-{who}").touch()
+    while len(list(barrier.glob(f"{round_}-*"))) < 2:
         time.sleep(0.001)
     began = time.time()
     r = publish(docs, {f"docs/evidence/{round_:02d}-{who}.md": f"# {who} {round_}\\n"}, f"promote: {who} {round_}")
@@ -158,10 +160,11 @@ for round_ in range(rounds):
 def test_two_publishers_into_one_docs_repository_at_once_both_land_every_time(tmp_path: Path) -> None:
     docs = docs_repo(tmp_path)
     rounds = 20
-    start = time.time() + 2.0  # both interpreters are up and waiting by then
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
     publishers = [
         subprocess.Popen(
-            [sys.executable, "-c", PUBLISHER, str(docs), who, str(start), str(rounds)],
+            [sys.executable, "-c", PUBLISHER, str(docs), who, str(barrier), str(rounds)],
             stdout=subprocess.PIPE,
             text=True,
         )
