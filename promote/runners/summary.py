@@ -29,6 +29,7 @@ class Blocked:
     stations: tuple[str, ...]  # the stations that have all of them
     outcome: str  # as recorded: failed, error or skipped
     fixture: str | None = None  # the fixture (file::name) that needed it, when it was one
+    parent: str | None = None  # for a subtest: its test (a test blocked only by its subtests lists them too)
 
     @property
     def blocker(self) -> str:
@@ -42,6 +43,7 @@ class Blocked:
             "stations": list(self.stations),
             "outcome": self.outcome,
             "fixture": self.fixture,
+            "parent": self.parent,
         }
 
 
@@ -91,7 +93,7 @@ class PackageResult:
     @property
     def blocked_by(self) -> dict[str, int]:
         """How many tests each missing requirement blocks, most first."""
-        return dict(Counter(b.blocker for b in self.blockers).most_common())
+        return dict(Counter(b.blocker for b in self.blockers if b.parent is None).most_common())
 
     @property
     def crashed(self) -> int:

@@ -256,7 +256,8 @@ def test_a_filter_that_drops_few_tests_names_them_and_a_large_group_names_every_
     workflow = (
         "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n"
         '      - run: pytest tests/test_core.py -k "not slow_device"\n'
-        "  u:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pytest tests --ignore=tests/test_core.py -k 'not b'\n"
+        "  u:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: pytest tests --ignore=tests/test_core.py -k 'not b'\n"
     )
     cfg = workspace(tmp_path, {"tests/test_core.py": core, **many, ".github/workflows/t.yml": workflow})
     inventory = ["tests/test_core.py::test_fast", "tests/test_core.py::test_slow_device"]

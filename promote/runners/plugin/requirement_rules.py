@@ -99,6 +99,11 @@ def message_lines(text: str) -> list[str]:
     return found
 
 
+def raised(text: str) -> bool:
+    """Whether a failure text shows an exception of its own (a test failed only by its subtests shows none)."""
+    return bool(message_lines(text))
+
+
 def _fields(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
 
