@@ -20,6 +20,7 @@ from promote.runners.plugin.requirement_rules import (
     Rule,
     checkpoint_rules,
     infer_failure,
+    infer_output,
     infer_skip,
     raised,
 )
@@ -48,7 +49,8 @@ def needs(record: TestRecord, here: Station, rules: Sequence[Rule]) -> tuple[str
         found = declared or ((r,) if (r := infer_skip(record.skip_reason or "", rules)) else ())
     else:
         r = infer_failure(record.excerpt or record.longrepr or "", rules)
-        found = (r,) if r else ()
+        # A module that checks for its packages itself says which it lacks, then exits.
+        found = (r,) if r else infer_output(record.output or "", rules)
     # A requirement the station has cannot explain the failure: it stays a failure.
     return here.lacking(found)
 

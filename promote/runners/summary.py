@@ -279,7 +279,9 @@ def summarize(
         failing.append(bad or bool(died) or bool(done.timed_out))
     tests, collection_errors = _collection_errors(tests)
     findings += [
-        Finding("package-error", "error", t.nodeid, f"pytest could not collect {t.nodeid}: {_cause(t.longrepr)}")
+        Finding(
+            "package-error", "error", t.nodeid, f"pytest could not collect {t.nodeid}: {_cause(t.longrepr)}{_said(t)}"
+        )
         for t in collection_errors
     ]
     crashed = [(n, w) for n, w in lost if n not in timed_out]
@@ -337,6 +339,11 @@ def _cause(text: str | None) -> str:
     # Frames of pytest, importlib and installed packages are not the package's: the last of the others raised.
     frames = [m["where"] for m in _FRAME.finditer(text or "") if "-packages/" not in m["where"]]
     return f"{last} ({frames[-1]})" if frames else last
+
+
+def _said(t: TestRecord) -> str:
+    """What a module printed last before it failed, which often says what to install (redacted when written)."""
+    return f"; it printed: {' | '.join(t.output.splitlines())}" if t.output else ""
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:

@@ -369,3 +369,10 @@ def test_every_hub_model_a_subtest_reaches_is_named_and_its_subtest_blocked_not_
         "needs hub:org/shared, which no station has: it can never run; 1 test(s) via tests/test_tok.py::TestTok (1): "
         f"tests/test_tok.py::TestTok::test_uses_shared; 1 subtest(s): {top} (tokenizer='org/shared')"
     )
+    # The terminal's list of failures is the one subtest that failed for itself (and its test).
+    lines = run(tmp_path, "test").stdout.splitlines()
+    failed = lines[lines.index("failed:") + 1 : lines.index("findings:") - 1]
+    assert failed == [
+        "  pkg: tests/test_tok.py::TestTok::test_one_real_failure (failed)",
+        "  pkg: tests/test_tok.py::TestTok::test_one_real_failure (n=2) (failed)",
+    ]

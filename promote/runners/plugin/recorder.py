@@ -122,6 +122,7 @@ class Recorder:
             longrepr=outcomes.truncate(text := str(report.longrepr)),
             # Whole where longrepr is cut: a module needing a hub model at import names it in its frames.
             excerpt=excerpt(text),
+            output=outcomes.last_lines(report.sections),
         )
         self.records.append(record)
         self.progress.finish(record.nodeid, 0, "error", records=[record.to_json()])
@@ -316,4 +317,5 @@ def _plain_pass(record: TestRecord, main_thread_id: int) -> bool:
         and not record.requirements
         and record.fixture is None
         and record.excerpt is None
+        and record.output is None
     )
