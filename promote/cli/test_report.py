@@ -19,7 +19,10 @@ def run_report(r: RunResult) -> str:
             parts = ", ".join(f"{n} {k}" for k, n in sorted(p.subtests.items()))
             lines.append(f"  {p.name} subtests: {parts}")
         lines += [f"  {p.name}: {line}" for line in blocked_summary(p)]
-    blocked = {(p.name, test) for p in r.packages for test in p.blocked_tests}
+    # Blocked subtests are in `blockers` too: they did not fail either.
+    blocked = {(p.name, b.test) for p in r.packages for b in p.blockers} | {
+        (p.name, test) for p in r.packages for test in p.blocked_tests
+    }
     failing = [
         (p.name, t)
         for p in r.packages

@@ -4,11 +4,17 @@ A package with `workers > 1` runs as two processes side by side: its serial test
 worker, the rest over `workers` pytest-xdist workers. (xdist's own `loadgroup` stalls when a
 worker dies, so the split is ours.) Workers are spawned by execnet, never forked, and a dead
 worker is replaced so the rest of the package still runs.
+
+A package with `workers = 1` whose interpreter lacks pytest-xdist runs as plain pytest processes:
+when one dies under a test, the next starts without the tests already finished or died in, so
+the rest still runs and the dead one is named, as under xdist.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.util
 import os
 import signal
 import subprocess
@@ -21,12 +27,16 @@ from pathlib import Path
 import promote
 from promote.config import PackageConfig
 from promote.core import state
+from promote.core.process import run_bounded
 from promote.core.redact import PACKAGE_ENV_NAMES
 from promote.runners.plugin import progress
+from promote.runners.plugin.records import progress_path
 
 # Loaded by module path, so the plugin works in a package's own virtualenv without promote installed.
 PLUGIN = "promote.runners.plugin.hooks"
 POLL_S = 0.25
+# Plain pytest processes one package may start, each after the last died under a test (xdist's own bound).
+MAX_RESTARTS = 1000
 
 # (package, tests finished, tests collected, whether the package has ended)
 ProgressCallback = Callable[[str, int, int, bool], None]
@@ -57,8 +67,14 @@ def command(
     workers: int,
     extra: tuple[str, ...] = (),
     station: Path | None = None,
+    xdist: bool = True,
+    resume: tuple[str, Path] | None = None,
 ) -> list[str]:
-    """The pytest command line for one part ("all", "serial" or "parallel") of a package."""
+    """The pytest command line for one part ("all", "serial" or "parallel") of a package.
+
+    `xdist=False`: one plain pytest process (workers = 1 where pytest-xdist is not installed);
+    `resume`: (its worker name, a file of the test ids to leave out) for the one after a death.
+    """
     # `no:promote` first: where promote is installed, its entry point would load the plugin a second time.
     cmd = [python, "-m", "pytest", "-p", "no:promote", "-p", PLUGIN]
     cmd += [
@@ -71,15 +87,27 @@ def command(
         # A module that cannot be imported must not stop the others (xdist's workers go on; pytest alone would not).
         "--continue-on-collection-errors",
         "-q",
-        "-n", str(workers),
-        "--dist", "load",
-        "--max-worker-restart", "1000",
     ]  # fmt: skip
+    if xdist:
+        cmd += ["-n", str(workers), "--dist", "load", "--max-worker-restart", str(MAX_RESTARTS)]
+    if resume is not None:
+        cmd += ["--promote-worker", resume[0], "--promote-skip", str(resume[1])]
     for pattern in pkg.serial:
         cmd += ["--promote-serial", pattern]
     if station is not None:
         cmd += ["--promote-station", str(station)]
     return cmd + list(pkg.args) + list(extra)
+
+
+@functools.cache
+def has_xdist(python: str) -> bool:
+    """Whether `python` can import pytest-xdist (asked once per interpreter and run of promote)."""
+    if python == sys.executable:
+        return importlib.util.find_spec("xdist") is not None
+    try:
+        return run_bounded([python, "-c", "import xdist"], timeout=60).ok
+    except OSError:
+        return False  # it cannot even start: pytest's own run says why
 
 
 def environment(pkg: PackageConfig, python: str) -> dict[str, str]:
@@ -118,6 +146,11 @@ class Watch:
             for path, tail in sorted(self.tails.items())
             for nodeid in tail.unfinished()
         )
+
+    def died(self, worker: str) -> bool:
+        """Whether `worker`'s process died under a test (call after it ended)."""
+        tail = self.tails.get(progress_path(self.out_dir, worker))
+        return tail is not None and bool(tail.unfinished())
 
     def serial_left(self) -> bool:
         """Whether the parallel part left serial tests to run (True when it cannot tell: better run them)."""
@@ -167,11 +200,15 @@ class PackageRun:
         self.env = environment(pkg, python)
         self.started = time.monotonic()
         self.phases = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
+        # More than one worker needs xdist: promote test refuses that before anything starts (runners.run).
+        self.xdist = pkg.workers > 1 or has_xdist(python)
         self.stopped = False
         self.first = self._launch(*self.phases[0])
         self.current = self.first[0]
 
-    def _launch(self, part: str, workers: int) -> tuple[subprocess.Popen[bytes], list[str], Path]:
+    def _launch(
+        self, part: str, workers: int, resume: tuple[str, Path] | None = None
+    ) -> tuple[subprocess.Popen[bytes], list[str], Path]:
         part_dir = self.out_dir / part
         state.private_dir(part_dir)
         cmd = command(
@@ -183,8 +220,11 @@ class PackageRun:
             workers=workers,
             extra=self.extra,
             station=self.station,
+            xdist=self.xdist,
+            resume=resume,
         )
-        with state.open_private_log(part_dir / "pytest.log") as sink:
+        log = "pytest.log" if resume is None else f"pytest-{resume[0]}.log"
+        with state.open_private_log(part_dir / log) as sink:
             proc = subprocess.Popen(
                 cmd, cwd=self.pkg.path, env=self.env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
@@ -204,7 +244,6 @@ class PackageRun:
         With `workers > 1` the parallel part runs first; the serial part follows only when the
         parallel part's collection says it left serial tests (one more pytest process is not free).
         """
-        pkg = self.pkg
         done: list[ProcessOutcome] = []
         watches: list[Watch] = []
         for i, (part, workers) in enumerate(self.phases):
@@ -212,37 +251,63 @@ class PackageRun:
             if i > 0 and (self.stopped or not watches[-1].serial_left()):
                 break
             proc, cmd, part_dir = self.first if i == 0 else self._launch(part, workers)
-            self.current = proc
-            if self.stopped:  # given up while this part was starting
-                self.stop()
-            watch = Watch(part_dir, pkg.timeout_s)
+            watch = Watch(part_dir, self.pkg.timeout_s)
             watches.append(watch)
-            last = -1
-            while proc.poll() is None:
-                # Waiting on the process (not sleeping) notices its end at once, not up to POLL_S later.
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=POLL_S)
-                watch.poll()
-                finished, total = counts(watches)
-                if on_progress is not None and finished != last:
-                    on_progress(pkg.name, finished, total, False)
-                    last = finished
-            watch.poll()
+            status = self._follow(proc, watch, watches, on_progress)
+            # Without xdist nothing replaces a process that died under a test: start the next one here.
+            restarts, worker, log = 0, "main", part_dir / "pytest.log"
+            while not self.xdist and not self.stopped and restarts < MAX_RESTARTS and watch.died(worker):
+                restarts += 1
+                worker = f"main.{restarts}"
+                proc, _, _ = self._launch(part, workers, (worker, _write_started(part_dir, restarts)))
+                status = self._follow(proc, watch, watches, on_progress)
+                log = part_dir / f"pytest-{worker}.log"
             elapsed = time.monotonic() - self.started
             outcome = ProcessOutcome(
                 part,
                 part_dir,
                 tuple(cmd),
-                int(proc.returncode),
+                status,
                 elapsed,
-                part_dir / "pytest.log",
+                log,
                 tuple(watch.timed_out),
                 watch.crashed(),
             )
             done.append(outcome)
         if on_progress is not None:
-            on_progress(pkg.name, *counts(watches), True)
+            on_progress(self.pkg.name, *counts(watches), True)
         return done
+
+    def _follow(
+        self, proc: subprocess.Popen[bytes], watch: Watch, watches: list[Watch], on_progress: ProgressCallback | None
+    ) -> int:
+        """Follow one pytest process to its end; its exit status."""
+        self.current = proc
+        if self.stopped:  # given up while this process was starting
+            self.stop()
+        last = -1
+        while proc.poll() is None:
+            # Waiting on the process (not sleeping) notices its end at once, not up to POLL_S later.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=POLL_S)
+            watch.poll()
+            finished, total = counts(watches)
+            if on_progress is not None and finished != last:
+                on_progress(self.pkg.name, finished, total, False)
+                last = finished
+        watch.poll()
+        return int(proc.returncode)
+
+
+def _write_started(part_dir: Path, n: int) -> Path:
+    """A file of every test a process of this part started (finished, or died in): the next leaves them out."""
+    started = dict.fromkeys(
+        str(e.nodeid)
+        for path in sorted(part_dir.glob("progress-*.jsonl"))
+        for e in progress.read_progress(path)
+        if e.event == "start"
+    )
+    return state.write_private(part_dir / f"started-{n}.txt", "".join(f"{t}\n" for t in started))
 
 
 def counts(watches: list[Watch]) -> tuple[int, int]:

@@ -105,8 +105,15 @@ def select(config: Config, name: str | None) -> tuple[PackageConfig, ...]:
         if not p.path.is_dir():
             raise ConfigError(f"{config.path}: package {p.name!r}: path {p.path} is not a directory")
         # Its own interpreter runs it here (a remote station runs it with the station's).
-        if p.python and station_of(config, p) is None and shutil.which(p.interpreter) is None:
+        here = station_of(config, p) is None
+        if p.python and here and shutil.which(p.interpreter) is None:
             raise ConfigError(f"{config.path}: package {p.name!r}: python {p.python} is not an executable here")
+        # One worker runs as plain pytest where xdist is missing; more than one cannot.
+        if here and p.workers > 1 and not runner.has_xdist(p.interpreter):
+            raise ConfigError(
+                f"{config.path}: package {p.name!r}: workers = {p.workers} needs pytest-xdist, which {p.interpreter} "
+                f"cannot import (install it: {p.interpreter} -m pip install pytest-xdist; or set workers = 1)"
+            )
     return chosen
 
 

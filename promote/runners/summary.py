@@ -29,6 +29,7 @@ class Blocked:
     stations: tuple[str, ...]  # the stations that have all of them
     outcome: str  # as recorded: failed, error or skipped
     fixture: str | None = None  # the fixture (file::name) that needed it, when it was one
+    parent: str | None = None  # for a subtest: its test (a test blocked only by its subtests lists them too)
 
     @property
     def blocker(self) -> str:
@@ -42,6 +43,7 @@ class Blocked:
             "stations": list(self.stations),
             "outcome": self.outcome,
             "fixture": self.fixture,
+            "parent": self.parent,
         }
 
 
@@ -91,7 +93,7 @@ class PackageResult:
     @property
     def blocked_by(self) -> dict[str, int]:
         """How many tests each missing requirement blocks, most first."""
-        return dict(Counter(b.blocker for b in self.blockers).most_common())
+        return dict(Counter(b.blocker for b in self.blockers if b.parent is None).most_common())
 
     @property
     def crashed(self) -> int:
@@ -277,7 +279,9 @@ def summarize(
         failing.append(bad or bool(died) or bool(done.timed_out))
     tests, collection_errors = _collection_errors(tests)
     findings += [
-        Finding("package-error", "error", t.nodeid, f"pytest could not collect {t.nodeid}: {_cause(t.longrepr)}")
+        Finding(
+            "package-error", "error", t.nodeid, f"pytest could not collect {t.nodeid}: {_cause(t.longrepr)}{_said(t)}"
+        )
         for t in collection_errors
     ]
     crashed = [(n, w) for n, w in lost if n not in timed_out]
@@ -335,6 +339,11 @@ def _cause(text: str | None) -> str:
     # Frames of pytest, importlib and installed packages are not the package's: the last of the others raised.
     frames = [m["where"] for m in _FRAME.finditer(text or "") if "-packages/" not in m["where"]]
     return f"{last} ({frames[-1]})" if frames else last
+
+
+def _said(t: TestRecord) -> str:
+    """What a module printed last before it failed, which often says what to install (redacted when written)."""
+    return f"; it printed: {' | '.join(t.output.splitlines())}" if t.output else ""
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:

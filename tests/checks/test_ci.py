@@ -116,8 +116,8 @@ def test_incident_workflows_name_every_filter_and_every_job_that_cannot_run(tmp_
     )
     # A filter that drops part of two modules says how much of each.
     assert found['.github/workflows/ci.yml: job tests: -k "not device"'] == (
-        "ci-filtered: no CI job runs 2 test id(s) in 2 module(s) (tests/test_device.py (1 of 2), "
-        'tests/test_model.py (1 of 2)): -k "not device" in job `tests` of .github/workflows/ci.yml'
+        "ci-filtered: no CI job runs 2 test id(s) in 2 module(s) (tests/test_device.py (1 of 2: test_pin), "
+        'tests/test_model.py (1 of 2: test_device_leak)): -k "not device" in job `tests` of .github/workflows/ci.yml'
     )
     # A TestCase the -k filter drops is still run by the unittest job on the hosted matrix entries.
     assert not [f for f in outcome.findings if "test_device.py::DeviceCase" in f.message]
@@ -245,9 +245,37 @@ def test_hosted_labels_count_only_while_hosted_runners_are_available(tmp_path: P
     ]
     assert outcome.findings[0].message.endswith(
         "none of its tests run in CI: 7 test id(s) in 4 module(s) "
-        "(tests/test_stream.py, tests/test_device.py, tests/test_model.py +1 more) no other job runs"
+        "(tests/test_stream.py, tests/test_device.py, tests/test_model.py, integration/test_e2e.py) no other job runs"
     )
     assert outcome.reason == "7 of 7 test ids are run by no CI job; 1 job(s) cannot run in this repository"
+
+
+def test_a_filter_that_drops_few_tests_names_them_and_a_large_group_names_every_module(tmp_path: Path) -> None:
+    core = "def test_fast(): pass\ndef test_slow_device(): pass\n"
+    many = {f"tests/test_m{i}.py": "def test_a(): pass\ndef test_b(): pass\n" for i in range(6)}
+    workflow = (
+        "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n"
+        '      - run: pytest tests/test_core.py -k "not slow_device"\n'
+        "  u:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: pytest tests --ignore=tests/test_core.py -k 'not b'\n"
+    )
+    cfg = workspace(tmp_path, {"tests/test_core.py": core, **many, ".github/workflows/t.yml": workflow})
+    inventory = ["tests/test_core.py::test_fast", "tests/test_core.py::test_slow_device"]
+    inventory += [f"tests/test_m{i}.py::test_{x}" for i in range(6) for x in "ab"]
+
+    found = by_subject(ci_outcome(survey_ci(tmp_path, cfg, inventory)))
+
+    # One test deselected: the finding names it, not only its module.
+    assert found['.github/workflows/t.yml: job t: -k "not slow_device"'] == (
+        "ci-filtered: no CI job runs 1 test id(s) in 1 module(s) (tests/test_core.py (1 of 2: test_slow_device)): "
+        '-k "not slow_device" in job `t` of .github/workflows/t.yml; --ignore=tests/test_core.py in job `u` of '
+        ".github/workflows/t.yml"
+    )
+    # Six tests are too many to list; each of the six modules is still named.
+    modules = ", ".join(f"tests/test_m{i}.py (1 of 2)" for i in range(6))
+    assert found['.github/workflows/t.yml: job u: -k "not b"'].startswith(
+        f"ci-filtered: no CI job runs 6 test id(s) in 6 module(s) ({modules}): "
+    )
 
 
 def test_nox_sessions_run_from_a_workflow_pass_their_posargs_to_pytest(tmp_path: Path) -> None:

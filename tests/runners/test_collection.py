@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,62 @@ def test_an_exit_status_the_records_do_not_explain_is_a_package_error(tmp_path: 
     assert code == 1
     assert report["packages"][0]["passed"] == 2
     assert findings(report, "package-error")["pkg"].startswith("pytest exited with status 1 but recorded no failure: ")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_module_that_exits_at_import_is_reported_with_what_it_printed_and_as_missing_package(
+    tmp_path: Path, workers: int
+) -> None:
+    write_package(
+        tmp_path,
+        "pkg",
+        {
+            "tests/test_good.py": GOOD,
+            # Checks its optional packages itself, says which it lacks on stderr, exits.
+            "tests/test_says.py": (
+                "import sys\n\nprint('checking optional packages')\n"
+                "print('Missing required packages: psutil_nowhere, pynvml_nowhere', file=sys.stderr)\n"
+                "sys.exit(1)\n\ndef test_never():\n    pass\n"
+            ),
+            # Fails to import one, prints why and exits: the import error itself names it.
+            "tests/test_tries.py": (
+                "import sys\n\ntry:\n    import psutil_nowhere\nexcept ImportError:\n"
+                "    print('this suite needs psutil_nowhere; pip install it')\n    sys.exit(1)\n\n"
+                "def test_never():\n    pass\n"
+            ),
+            # Says something that names nothing to install, and a secret from the package's env with it.
+            "tests/test_other.py": (
+                "import os, sys\n\nprint('config is broken, token', os.environ['RELEASE_TOKEN'])\nsys.exit(3)\n\n"
+                "def test_never():\n    pass\n"
+            ),
+        },
+    )
+    (tmp_path / "promote.toml").write_text(
+        '[promote]\ntrunk = "main"\n\n[[promote.packages]]\nname = "pkg"\npath = "pkg"\n'
+        f'workers = {workers}\nenv = {{ RELEASE_TOKEN = "s3cr3t-value-42" }}\n'
+    )
+
+    code, report = run_json(tmp_path, "test")
+
+    assert code == 1
+    pkg = report["packages"][0]
+    assert (pkg["passed"], pkg["errors"], pkg["blocked"]) == (2, 1, 2)
+    missing = {f["subject"]: f["message"] for f in report["findings"] if f["check"] == "missing-package"}
+    assert missing == {
+        "tests/test_says.py": (
+            "cannot import psutil_nowhere, pynvml_nowhere: not installed on station local (fix the environment); "
+            "1 module(s) not collected: tests/test_says.py"
+        ),
+        "tests/test_tries.py": (
+            "cannot import psutil_nowhere: not installed on station local (fix the environment); "
+            "1 module(s) not collected: tests/test_tries.py"
+        ),
+    }
+    # The module that names nothing is a collection error with its last words, redacted like everything else.
+    assert findings(report, "package-error") == {
+        "tests/test_other.py": (
+            "pytest could not collect tests/test_other.py: SystemExit: 3 (tests/test_other.py:4); "
+            "it printed: config is broken, token ***"
+        ),
+    }
+    assert "s3cr3t-value-42" not in json.dumps(report)

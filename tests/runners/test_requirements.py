@@ -16,7 +16,7 @@ from promote.core.errors import ConfigError
 from promote.core.findings import Finding
 from promote.core.station import Station
 from promote.runners.plugin.records import TestRecord
-from promote.runners.plugin.requirement_rules import excerpt, infer_failure, infer_skip
+from promote.runners.plugin.requirement_rules import excerpt, infer_failure, infer_output, infer_skip
 from promote.runners.requirements import blocked_summary, classify, outcome, rules_of
 from promote.runners.stations import Inventory
 from promote.runners.summary import PackageResult
@@ -105,6 +105,20 @@ def test_a_genuine_assertion_failure_needs_nothing_whatever_it_mentions() -> Non
     assert infer_failure(failure_text(check), RULES) is None
     rewritten = "E   assert 'No module named' in 'x'\nE   ModuleNotFoundError: No module named 'x'"
     assert infer_failure(rewritten, RULES) is None
+
+
+def test_a_modules_own_last_words_name_the_packages_it_lacks_and_nothing_else_is_read_as_one() -> None:
+    assert infer_output("checking optional packages\nMissing required packages: psutil, pynvml", RULES) == (
+        "package:psutil",
+        "package:pynvml",
+    )
+    assert infer_output("ERROR: please install the following dependencies: numpy and scipy", RULES) == (
+        "package:numpy",
+        "package:scipy",
+    )
+    # A traceback the module printed itself is read by the rule table.
+    assert infer_output("ModuleNotFoundError: No module named 'lm_eval'", RULES) == ("package:lm_eval",)
+    assert infer_output("config is broken: exiting\n3 packages installed", RULES) == ()
 
 
 def test_skip_reasons_are_read_by_the_same_rules() -> None:

@@ -295,3 +295,84 @@ def test_a_requirement_is_attributed_to_the_package_code_that_holds_it_and_repor
         "needs hub:mlx-community/shared-4bit, which no station has: it can never run; 5 test(s) via "
     )
     assert f"{gen} (3), {cache} (2): " in shared
+
+
+SUBTESTS = {
+    "tests/test_tok.py": """
+        import unittest
+
+        from huggingface_hub import snapshot_download
+
+        REPOS = ["org/tok-a", "org/tok-b", "org/tok-c", "org/shared"]
+
+        def load(repo):
+            return snapshot_download(repo_id=repo, allow_patterns=["tokenizer.json"])
+
+        class TestTok(unittest.TestCase):
+            def test_tokenizers(self):
+                for repo in REPOS:
+                    with self.subTest(tokenizer=repo):
+                        load(repo)
+                load("org/tok-last")
+
+            def test_only_subtests(self):
+                for repo in ["org/tok-d", "org/tok-e"]:
+                    with self.subTest(repo=repo):
+                        load(repo)
+
+            def test_one_real_failure(self):
+                for n in [1, 2]:
+                    with self.subTest(n=n):
+                        if n == 1:
+                            load("org/tok-f")
+                        else:
+                            self.assertEqual(n, 3)
+
+            def test_uses_shared(self):
+                load("org/shared")
+        """,
+}
+
+
+def test_every_hub_model_a_subtest_reaches_is_named_and_its_subtest_blocked_not_failed(tmp_path: Path) -> None:
+    write_package(tmp_path, "pkg", SUBTESTS)
+    env = ", ".join(f'{k} = "{v}"' for k, v in offline_env(tmp_path).items() if k != "MODELS")
+    (tmp_path / "promote.toml").write_text(
+        f'[promote]\ntrunk = "main"\n\n[[promote.packages]]\nname = "pkg"\npath = "pkg"\nenv = {{ {env} }}\n'
+    )
+
+    code, report = run_json(tmp_path, "test")
+
+    assert code == 1
+    pkg = report["packages"][0]
+    # Every subtest that needed a model is blocked; the one that asserted stays failed, and so does its test.
+    assert pkg["subtests"] == {"blocked": 7, "failed": 1}
+    assert (pkg["passed"], pkg["failed"], pkg["blocked"]) == (0, 1, 3)
+    top = "tests/test_tok.py::TestTok::test_tokenizers"
+    blockers = {b["test"]: (b["requirements"], b["parent"]) for b in pkg["blockers"]}
+    assert blockers[top] == ([f"hub:org/tok-{x}" for x in ("last", "a", "b", "c")] + ["hub:org/shared"], None)
+    assert blockers[f"{top} (tokenizer='org/tok-b')"] == (["hub:org/tok-b"], top)
+    assert pkg["blocked_by"]["hub:org/shared"] == 1  # the other test; the subtest is not counted as a test
+    found = {f["subject"]: f["message"] for f in report["findings"] if f["check"] == "impossible-requirement"}
+    # The models only one test reaches are that test's one finding, each with its subtest.
+    assert found[top] == (
+        "needs hub:org/tok-last and hub:org/tok-a and hub:org/tok-b and hub:org/tok-c, which no station has: "
+        f"it can never run; 3 subtest(s) of {top}: (tokenizer='org/tok-a') needs hub:org/tok-a, "
+        "(tokenizer='org/tok-b') needs hub:org/tok-b, (tokenizer='org/tok-c') needs hub:org/tok-c; "
+        "the test itself needs hub:org/tok-last"
+    )
+    only = "tests/test_tok.py::TestTok::test_only_subtests"
+    assert found[only].startswith("needs hub:org/tok-d and hub:org/tok-e, which no station has")
+    assert found["tests/test_tok.py::TestTok::test_one_real_failure"].endswith("(n=1) needs hub:org/tok-f")
+    # A model two tests reach is one finding naming the test and the subtest.
+    assert found["tests/test_tok.py::TestTok"] == (
+        "needs hub:org/shared, which no station has: it can never run; 1 test(s) via tests/test_tok.py::TestTok (1): "
+        f"tests/test_tok.py::TestTok::test_uses_shared; 1 subtest(s): {top} (tokenizer='org/shared')"
+    )
+    # The terminal's list of failures is the one subtest that failed for itself (and its test).
+    lines = run(tmp_path, "test").stdout.splitlines()
+    failed = lines[lines.index("failed:") + 1 : lines.index("findings:") - 1]
+    assert failed == [
+        "  pkg: tests/test_tok.py::TestTok::test_one_real_failure (failed)",
+        "  pkg: tests/test_tok.py::TestTok::test_one_real_failure (n=2) (failed)",
+    ]

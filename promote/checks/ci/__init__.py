@@ -197,10 +197,21 @@ def _where(reason: str, plans: list[JobPlan]) -> str:
     return WORKFLOWS
 
 
-def _counted(tests: list[NotRun], per_module: Counter[str], shown: int = 3) -> str:
-    """`N test id(s) in M module(s) (a, b (1 of 2), c +K more)`: a module named alone when all its tests are in."""
-    modules = Counter(NodeId.parse(n.test).module for n in tests)
-    names = [m if k == per_module[m] else f"{m} ({k} of {per_module[m]})" for m, k in modules.items()]
+def _counted(tests: list[NotRun], per_module: Counter[str], shown: int = 10, named: int = 5) -> str:
+    """`N test id(s) in M module(s) (a, b (1 of 2: test_x) +K more)`, every module up to `shown`.
+
+    A module is named alone when all its tests are in (the filter drops the module); of a module
+    only partly in, the tests are named when the whole group has at most `named` of them.
+    """
+    ids: dict[str, list[str]] = {}
+    for n in tests:
+        node = NodeId.parse(n.test)
+        ids.setdefault(node.module, []).append("::".join(node.parts) or n.test)
+    names = []
+    for m, inside in ids.items():
+        k = len(inside)
+        listed = f": {', '.join(inside)}" if len(tests) <= named else ""
+        names.append(m if k == per_module[m] else f"{m} ({k} of {per_module[m]}{listed})")
     more = f" +{len(names) - shown} more" if len(names) > shown else ""
     return f"{len(tests)} test id(s) in {len(names)} module(s) ({', '.join(names[:shown])}{more})"
 

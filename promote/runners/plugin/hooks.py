@@ -70,6 +70,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the tests in collection order up to and including TEST_ID, and no further",
     )
     group.addoption(
+        "--promote-skip",
+        metavar="FILE",
+        default=None,
+        help="leave out the test ids listed in FILE (those an earlier process of the run finished or died in)",
+    )
+    group.addoption(
+        "--promote-worker",
+        metavar="NAME",
+        default=None,
+        help="this process's worker name without xdist (default: main); names its results and progress files",
+    )
+    group.addoption(
         "--promote-select",
         metavar="FILE",
         default=None,
@@ -85,7 +97,7 @@ def worker_id(config: pytest.Config) -> str | None:
     # The controller only distributes tests; its workers record them.
     if config.getoption("dist", default="no") != "no":
         return None
-    return "main"
+    return str(config.getoption("promote_worker", default=None) or "main")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -188,6 +200,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         kept = set(map(id, chosen))
         config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
         items[:] = chosen
+    skip = config.getoption("promote_skip", default=None)
+    if skip:
+        done = set(Path(skip).read_text(encoding="utf-8").splitlines())
+        config.hook.pytest_deselected(items=[item for item in items if item.nodeid in done])
+        items[:] = [item for item in items if item.nodeid not in done]
     until = config.getoption("promote_until", default=None)
     if until:
         last = next((i for i, item in enumerate(items) if item.nodeid == until), len(items) - 1)

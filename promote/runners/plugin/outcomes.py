@@ -62,6 +62,15 @@ def failed_by_subtests(outcome: str, failed_subtests: int) -> bool:
     return failed_subtests > 0 and outcome not in ("failed", "error")
 
 
+def last_lines(sections: list[tuple[str, str]], keep: int = 5) -> str | None:
+    """The last non-blank lines a collector printed (pytest's captured stdout and stderr), or None."""
+    printed = [
+        line.rstrip() for title, text in sections if title.startswith("Captured std") for line in text.splitlines()
+    ]
+    kept = [line for line in printed if line.strip()][-keep:]
+    return truncate("\n".join(kept), MAX_LONGREPR // 4) if kept else None
+
+
 def truncate(text: str, limit: int = MAX_LONGREPR) -> str:
     """Keep the head and, mostly, the tail (where the error is) of a long text."""
     if len(text) <= limit:

@@ -30,9 +30,16 @@ from promote.runners.plugin.streams import StreamTracker
 
 
 def import_mlx() -> tuple[ModuleType | None, str | None]:
-    """`mlx.core`, or None and why not (a missing or broken install must not break the run)."""
+    """`mlx.core`, or None and why not (a missing or broken install must not break the run).
+
+    No reason for a package without MLX: it has no MLX state to leak, so there is nothing to say.
+    """
     try:
         import mlx.core as mx
+    except ModuleNotFoundError as e:
+        if e.name in ("mlx", "mlx.core"):
+            return None, None
+        return None, f"mlx is not importable here ({type(e).__name__}: {e})"
     except Exception as e:
         return None, f"mlx is not importable here ({type(e).__name__}: {e})"
     return mx, None
@@ -84,7 +91,7 @@ class Recorder:
             if self.mx is not None:
                 self.mlx_probes = MlxProbes(self.mx)
                 probes += self.mlx_probes.probes()
-            else:
+            elif why_not is not None:
                 message = f"MLX probes are off: {why_not}; the other probes still run"
                 self.findings.append(Finding("leaked-state", "info", "mlx", message))
             extra, problems = entry_point_probes()
@@ -122,6 +129,7 @@ class Recorder:
             longrepr=outcomes.truncate(text := str(report.longrepr)),
             # Whole where longrepr is cut: a module needing a hub model at import names it in its frames.
             excerpt=excerpt(text),
+            output=outcomes.last_lines(report.sections),
         )
         self.records.append(record)
         self.progress.finish(record.nodeid, 0, "error", records=[record.to_json()])
@@ -316,4 +324,5 @@ def _plain_pass(record: TestRecord, main_thread_id: int) -> bool:
         and not record.requirements
         and record.fixture is None
         and record.excerpt is None
+        and record.output is None
     )

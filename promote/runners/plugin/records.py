@@ -49,6 +49,8 @@ class TestRecord:
     fixture: str | None = None
     # The failure's exception lines, failing lines and frame arguments, kept whole where longrepr is cut.
     excerpt: str | None = None
+    # The last lines a module printed before it failed to be collected (often what it lacks).
+    output: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         # The instance's own dict (json writes its tuples as lists): asdict's deep copy costs

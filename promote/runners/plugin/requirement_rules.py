@@ -58,6 +58,14 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 _ABSENT = r"no such file|failed to open|does not exist|not found|cannot find|can't find|unable to open|not a directory"
 
 
+# What a module prints when it checks for its optional packages itself, e.g. "Missing required packages: psutil".
+_LACKS = re.compile(
+    r"(?i)\b(?:missing|required|requires|needs|please install|install)\b[\w ]*?"
+    r"\b(?:packages?|modules?|dependenc(?:y|ies)|librar(?:y|ies))\s*:\s*"
+    r"(?P<names>[A-Za-z_][\w.-]*(?:\s*(?:,|\band\b)\s*[A-Za-z_][\w.-]*)*)"
+)
+
+
 def checkpoint_rules(model_dirs: Iterable[Path]) -> tuple[Rule, ...]:
     """One rule per model directory: a missing path under it needs `checkpoint:<its first part>`."""
     rules = []
@@ -99,6 +107,11 @@ def message_lines(text: str) -> list[str]:
     return found
 
 
+def raised(text: str) -> bool:
+    """Whether a failure text shows an exception of its own (a test failed only by its subtests shows none)."""
+    return bool(message_lines(text))
+
+
 def _fields(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
 
@@ -135,6 +148,17 @@ def infer_failure(text: str, rules: Sequence[Rule]) -> str | None:
         return None
     messages = "\n".join(lines)
     return next((r for rule in rules if (r := apply(rule, messages, text)) is not None), None)
+
+
+def infer_output(text: str, rules: Sequence[Rule]) -> tuple[str, ...]:
+    """The requirements a module's own last lines name: the packages it says it lacks, or what a rule reads."""
+    found: list[str] = []
+    for line in text.splitlines():
+        if (m := _LACKS.search(line)) is not None:
+            found += [f"package:{n}" for n in re.split(r"\s*(?:,|\band\b)\s*", m["names"]) if n]
+        elif (r := next((r for rule in rules if (r := apply(rule, line, text)) is not None), None)) is not None:
+            found.append(r)
+    return tuple(dict.fromkeys(found))
 
 
 def infer_skip(reason: str, rules: Sequence[Rule]) -> str | None:

@@ -269,7 +269,7 @@ def test_a_key_is_told_from_a_draw_by_the_successor_chain_mlx_advances() -> None
         probes.uninstall()
 
 
-def test_without_mlx_the_mlx_probes_decline_once_and_the_rest_still_run(pytester: pytest.Pytester) -> None:
+def test_without_mlx_nothing_is_said_about_mlx_and_the_other_probes_still_run(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("import sys\nsys.modules['mlx'] = None  # as if mlx were not installed\n")
     pytester.makepyfile(
         test_plain="""
@@ -286,10 +286,26 @@ def test_without_mlx_the_mlx_probes_decline_once_and_the_rest_still_run(pytester
     rec = record(pytester, subprocess=True)
 
     rec.run.assert_outcomes(passed=2)
+    # A package without MLX has no MLX state to leak: no line about it.
     found = rec.findings("leaked-state")
-    assert [(f.severity, f.subject) for f in found] == [("info", "mlx"), ("warning", "test_plain.py::test_leaks")]
-    assert "MLX probes are off: mlx is not importable here" in found[0].message
+    assert [(f.severity, f.subject) for f in found] == [("warning", "test_plain.py::test_leaks")]
     assert rec.results[0].mlx is None and rec.results[0].streams == ()
+
+
+def test_a_broken_mlx_install_is_said_once_and_the_other_probes_still_run(pytester: pytest.Pytester) -> None:
+    # An `mlx` that is there but cannot load its core (a missing shared library, a wrong wheel).
+    pytester.makepyfile(**{"mlx/__init__.py": "", "mlx/core.py": "raise ImportError('libmlx.so: cannot open')\n"})
+    pytester.makepyfile(test_plain="def test_other():\n    pass\n")
+
+    rec = record(pytester, subprocess=True)
+
+    rec.run.assert_outcomes(passed=1)
+    (found,) = rec.findings("leaked-state")
+    assert (found.severity, found.subject) == ("info", "mlx")
+    assert found.message == (
+        "MLX probes are off: mlx is not importable here (ImportError: libmlx.so: cannot open); "
+        "the other probes still run"
+    )
 
 
 def test_mlx_functions_are_put_back_when_the_session_ends(pytester: pytest.Pytester) -> None:
