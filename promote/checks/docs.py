@@ -47,6 +47,14 @@ class DocsReport:
     features: tuple[Feature, ...]
 
 
+@dataclass(frozen=True)
+class DocsOutcome(CheckOutcome):
+    """The docs check's outcome, with the features and the count of promote's own pages left out as values."""
+
+    features: tuple[Feature, ...] = ()
+    own: int = 0
+
+
 def audit_docs(root: Path, config: Config, deployed_sha: str | None) -> CheckOutcome:
     """Pass when every feature has a page; fail naming each undocumented one; undecided if the docs cannot be read."""
     docs = config.docs
@@ -195,7 +203,7 @@ def _outcome(r: DocsReport, globs: tuple[str, ...], evidence: list[str]) -> Chec
     )
     if missing:
         names = ", ".join(f.name for f in missing)
-        return CheckOutcome(NAME, FAIL, f"no page mentions {names}", tuple(lines), findings)
+        return DocsOutcome(NAME, FAIL, f"no page mentions {names}", tuple(lines), findings, r.features, r.own)
     if not r.features:
-        return CheckOutcome(NAME, PASS, "no feature needs a page (none listed or found)", tuple(lines))
-    return CheckOutcome(NAME, PASS, f"every feature has a page ({len(r.features)})", tuple(lines))
+        return DocsOutcome(NAME, PASS, "no feature needs a page (none listed or found)", tuple(lines), own=r.own)
+    return DocsOutcome(NAME, PASS, f"every feature has a page ({len(r.features)})", tuple(lines), (), r.features, r.own)

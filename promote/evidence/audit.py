@@ -232,6 +232,7 @@ def audit(
         history=evidence.history_points(done.recent),
         provenance={"command": command, "started": seen.started, "finished": done.stored.finished},
         sections=[] if seen.accel is None else [accel_section.section(cfg, seen.accel)],
+        root=ws.repo.root,
     )
     if seen.accel is not None:
         record_accel(cfg, seen.accel, kind="audit", run_id=seen.run_id)
