@@ -166,7 +166,11 @@ def document(
         "findings": [f.to_json() for f in findings],
         "findings_by_check": _grouped(findings, {t.nodeid for p in (run.packages if run else ()) for t in p.tests}),
         # `promote check`'s verdict (the mirrors alone, before the merge), not the Merged gate's status.
-        "merge": {"check_verdict": check.verdict, "mirrors": [m.to_json() for m in check.mirrors], "last_merge": last_merge},
+        "merge": {
+            "check_verdict": check.verdict,
+            "mirrors": [m.to_json() for m in check.mirrors],
+            "last_merge": last_merge,
+        },
         "deployed": check.drift.to_json() if check.drift else None,
         "history": history,
         "sections": list(sections or []),

@@ -143,7 +143,7 @@ def test_pages_promote_wrote_never_document_a_feature_and_are_counted_as_left_ou
         "4 pages promote wrote (evidence pages, their index) left out: evidence is not documentation",
     )
     assert "DFlash2: docs/release.md (listed in promote.toml)" in outcome.evidence
-    assert [f.message for f in outcome.findings][0].endswith("none of the 2 pages people wrote in the docs repository")
+    assert outcome.findings[0].message.endswith("none of the 2 pages people wrote in the docs repository")
 
 
 def test_a_persons_index_beside_the_evidence_pages_still_counts(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-from importlib.resources import files
 from html.parser import HTMLParser
+from importlib.resources import files
 from pathlib import Path
 
 import jsonschema
@@ -120,7 +120,10 @@ def test_the_rendered_page_says_what_was_meant_and_hostile_text_stays_text() -> 
     # The gates lead as PRODUCT.md's table does: one row per gate (title, status, at most three sentences).
     rows = [r for r in html.split("<tr>")[1:] if "<td>" in r][:4]
     assert [r.split("<td>")[1].split("</td>")[0] for r in rows] == [
-        "Everything E2E Tested", "in Docs", "Merged", "And Deployed"
+        "Everything E2E Tested",
+        "in Docs",
+        "Merged",
+        "And Deployed",
     ]
     assert "<td><strong>FAIL</strong></td>" in rows[0] and rows[0].count(". ") <= 3
 
@@ -250,7 +253,7 @@ def test_sections_name_no_template_and_the_schema_is_the_shipped_one(tmp_path: P
     assert doc["sections"] == []
     section = {"key": "accelerations", "title": "Accelerated paths", "data": []}
     jsonschema.validate({**doc, "sections": [section]}, evidence.schema())
-    with pytest.raises(jsonschema.ValidationError, match="'md', 'html'|'html', 'md'"):
+    with pytest.raises(jsonschema.ValidationError, match=r"'md', 'html'|'html', 'md'"):
         jsonschema.validate({**doc, "sections": [{**section, "md": "accel.md.j2", "html": "x"}]}, evidence.schema())
     # `$schema` names the schema shipped in the package, by its path there.
     assert doc["$schema"] == evidence.schema()["$id"]
