@@ -100,6 +100,14 @@ def md_cell(value: object) -> Md:
     return md_inline(_BACKTICKED.sub(lambda m: m.group(1) if "|" in m.group(1) else m.group(0), text))
 
 
+def red(package: dict[str, Any]) -> str:
+    """A package's failed, errored and crashed tests in one cell: "1 failed, 2 errors", or "none"."""
+    counts = [(package.get("failed", 0), "failed"), (package.get("errors", 0), "error"),
+              (package.get("crashed", 0), "crashed")]  # fmt: skip
+    parts = [f"{n} {word}{'s' if word == 'error' and n != 1 else ''}" for n, word in counts if n]
+    return ", ".join(parts) or "none"
+
+
 def sentences(lines: Iterable[object]) -> str:
     """Short facts as sentences: each ends with a full stop (the row of a gate)."""
     return " ".join(str(line) if str(line).endswith((".", "!", "?")) else f"{line}." for line in lines)
@@ -161,6 +169,7 @@ def _environment(*, html: bool) -> Environment:
     env.filters["status_mark"] = lambda s: {"pass": "PASS", "fail": "FAIL"}.get(str(s), "UNDECIDED")
     env.filters["when"] = when
     env.filters["sentences"] = sentences
+    env.filters["red"] = red
     env.globals["FOLD"] = FOLD
     env.globals["section_template"] = lambda key: SECTION_TEMPLATES[key][1 if html else 0]
     if html:

@@ -60,7 +60,7 @@ def test_six_failures_by_name_and_an_86_id_finding_folded(tmp_path: Path) -> Non
     [leaks] = [g for g in doc["findings_by_check"] if g["check"] == "leaked-state"]
     [line] = leaks["lines"]
     assert len(line["subjects"]) == 86 and len(leaks["findings"]) == 86
-    [bullet] = [b for b in md.splitlines() if b.startswith("- **error** `tests/test_app.py::test_leaks[0]`")]
+    [bullet] = [b for b in md.splitlines() if b.startswith("- **warning** `tests/test_app.py::test_leaks[0]`")]
     assert bullet.count("`tests/test_app.py::test_leaks[") == 10 and " and 76 more: " in bullet
     assert "<details><summary>all 86</summary>" in html
     assert str(tmp_path) not in md and str(tmp_path) not in html
