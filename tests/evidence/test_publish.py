@@ -189,8 +189,13 @@ def test_a_refusing_pre_commit_hook_leaves_the_docs_repository_as_it_was(tmp_pat
     again = run(fleet.work, "audit", "--publish")
     assert again.exit_code == {4: 0}.get(code, code), again.output
     head = git(docs, "rev-parse", "HEAD")
-    assert f"published: committed docs/evidence/latest.md in {docs} ({head[:7]})" in again.stdout
-    assert git(docs, "show", "--name-only", "--format=", "HEAD") == "docs/evidence/latest.md"
+    assert (
+        f"published: committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]})" in again.stdout
+    )
+    assert git(docs, "show", "--name-only", "--format=", "HEAD").split() == [
+        "docs/evidence/index.md",
+        "docs/evidence/latest.md",
+    ]
     assert git(docs, "status", "--porcelain") == "A  notes.md"
 
 
@@ -240,8 +245,9 @@ def test_a_refused_push_after_the_commit_is_not_a_pass(tmp_path: Path) -> None:
 
     assert result.exit_code == 4, result.output
     head = git(docs, "rev-parse", "HEAD")
-    assert f"published: committed docs/evidence/latest.md in {docs} ({head[:7]}); push to origin refused: " in (
-        result.stdout
+    assert (
+        f"committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]}); push to origin refused: "
+        in (result.stdout)
     )
     assert "docs are frozen for the release" in result.stderr
     assert git(mirror, "rev-parse", "main") != head
