@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import string
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from promote.config import Config
 from promote.core import paths
@@ -17,6 +19,11 @@ NAME = "docs"
 # Prose in the code repository mentions switches without making them features of the running code.
 PROSE = ("**/*.md", "**/*.rst")
 LISTED = 3
+# The front-matter key promote writes into every page it publishes (an evidence page, their index). A page with it,
+# or at the configured page path, is promote's own: it mentions features because it reports on them, so it is
+# never their documentation.
+MARKER = "promote_evidence"
+_PLACEHOLDERS = {"date": r"\d{4}-\d{2}-\d{2}", "commit": r"[0-9a-f]{7,40}", "run": r"[^/]+"}
 
 
 @dataclass(frozen=True)
@@ -35,8 +42,17 @@ class DocsReport:
     repo: Path
     head: str
     pages: int
+    own: int  # pages matching the globs that promote wrote, left out
     code_ref: str | None  # the commit features were discovered at (None: no pattern configured)
     features: tuple[Feature, ...]
+
+
+@dataclass(frozen=True)
+class DocsOutcome(CheckOutcome):
+    """The docs check's outcome, with the features and the count of promote's own pages left out as values."""
+
+    features: tuple[Feature, ...] = ()
+    own: int = 0
 
 
 def audit_docs(root: Path, config: Config, deployed_sha: str | None) -> CheckOutcome:
@@ -44,16 +60,20 @@ def audit_docs(root: Path, config: Config, deployed_sha: str | None) -> CheckOut
     docs = config.docs
     if docs is None:
         return CheckOutcome(NAME, UNDECIDED, f"no [{config.prefix}.docs] configured: no docs were checked")
+    # Named as the configuration names it (relative to the configuration file), not by this machine's path.
+    shown = os.path.relpath(docs.repo, config.root)
     if not docs.repo.is_dir():
-        return CheckOutcome(NAME, UNDECIDED, f"docs repository {docs.repo} does not exist")
+        return CheckOutcome(NAME, UNDECIDED, f"docs repository {shown} does not exist")
     try:
         docs_repo = Repo(docs.repo)
     except GitError as e:
-        return CheckOutcome(NAME, UNDECIDED, f"docs repository {docs.repo}: {e}")
+        return CheckOutcome(NAME, UNDECIDED, f"docs repository {shown}: {str(e).replace(str(docs.repo), shown)}")
     head = docs_repo.resolve("HEAD")
     if head is None:
-        return CheckOutcome(NAME, UNDECIDED, f"docs repository {docs.repo} has no commits")
-    pages = sorted(f for f in docs_repo.tree_files(head) if paths.matches(f, docs.pages))
+        return CheckOutcome(NAME, UNDECIDED, f"docs repository {shown} has no commits")
+    matching = sorted(f for f in docs_repo.tree_files(head) if paths.matches(f, docs.pages))
+    own = promotes_pages(docs_repo, head, docs.page, matching)
+    pages = [f for f in matching if f not in own]
     evidence: list[str] = []
     found: dict[str, list[str]] = {name: [f"listed in {config.path.name}"] for name in docs.features}
     code_ref: str | None = None
@@ -70,7 +90,44 @@ def audit_docs(root: Path, config: Config, deployed_sha: str | None) -> CheckOut
             return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence))
     covered = _mentions(docs_repo, head, pages, list(found))
     features = tuple(Feature(n, "; ".join(o), tuple(sorted(covered.get(n, ())))) for n, o in found.items())
-    return _outcome(DocsReport(docs.repo, head, len(pages), code_ref, features), docs.pages, evidence)
+    return _outcome(DocsReport(docs.repo, head, len(pages), len(own), code_ref, features), docs.pages, evidence)
+
+
+def page_regex(pattern: str) -> re.Pattern[str]:
+    """The paths the page pattern (`docs/evidence/{date}-{commit}.md`) can produce, and the index beside them."""
+    out = []
+    for literal, field, _, _ in string.Formatter().parse(pattern):
+        out.append(re.escape(literal))
+        if field is not None:
+            out.append(_PLACEHOLDERS.get(field, r"[^/]+"))
+    return re.compile("".join(out))
+
+
+def index_path(pattern: str) -> str:
+    """Where the index of evidence pages goes: `index.md` beside the pages."""
+    parent = str(PurePosixPath(pattern).parent)
+    return "index.md" if parent == "." else f"{parent}/index.md"
+
+
+def promotes_pages(repo: Repo, head: str, pattern: str, candidates: list[str]) -> set[str]:
+    """Which of `candidates` promote wrote: its marker in their front matter, or at the page pattern's path."""
+    shape, index = page_regex(pattern), index_path(pattern)
+    # A person's index.md beside the pages is theirs unless it carries the marker (checked below).
+    own = {p for p in candidates if shape.fullmatch(p) and p != index}
+    wanted = set(candidates)
+    lines: dict[str, dict[int, str]] = {}
+    for hit in repo.grep(head, ["---", f"{MARKER}:"], fixed=True):
+        if hit.path in wanted:
+            lines.setdefault(hit.path, {})[hit.line] = hit.text.rstrip()
+    for path, found in lines.items():
+        # Front matter: "---" on the first line, the marker before the next "---". A page that only mentions
+        # promote (or quotes the marker in its body) is a person's.
+        if found.get(1) != "---":
+            continue
+        end = min((n for n, text in found.items() if n > 1 and text == "---"), default=None)
+        if end is not None and any(1 < n < end and text.startswith(f"{MARKER}:") for n, text in found.items()):
+            own.add(path)
+    return own
 
 
 def _code_ref(root: Path, deployed_sha: str | None) -> tuple[str | None, str]:
@@ -80,9 +137,9 @@ def _code_ref(root: Path, deployed_sha: str | None) -> tuple[str | None, str]:
     try:
         head = Repo(root).resolve("HEAD")
     except GitError as e:
-        return None, f"cannot read the code repository at {root}: {e}"
+        return None, f"cannot read the code repository: {e}"
     if head is None:
-        return None, f"the code repository at {root} has no commits to discover features in"
+        return None, "the code repository has no commits to discover features in"
     return head, f"no deployed commit known: features discovered in the candidate (HEAD {head[:7]})"
 
 
@@ -117,11 +174,21 @@ def _mentions(repo: Repo, head: str, pages: list[str], names: list[str]) -> dict
     return covered
 
 
+def _pages(n: int) -> str:
+    return f"{n} page" if n == 1 else f"{n} pages"
+
+
 def _outcome(r: DocsReport, globs: tuple[str, ...], evidence: list[str]) -> CheckOutcome:
     missing = [f for f in r.features if not f.pages]
-    where = f"docs repo at {r.repo} (HEAD {r.head[:7]}): {r.pages} page(s) matching {', '.join(globs)}"
+    # The docs repository by its role, never its path on this machine: these lines reach published pages.
+    where = f"the docs repository (HEAD {r.head[:7]}): {r.pages} page(s) matching {', '.join(globs)}"
     summary = "all documented" if not missing else f"{len(missing)} undocumented"
-    lines = [f"{where}; {len(r.features)} feature(s), {summary}", *evidence]
+    lines = [f"{where}; {len(r.features)} feature(s), {summary}"]
+    if r.own:
+        lines.append(
+            f"{_pages(r.own)} promote wrote (evidence pages, their index) left out: evidence is not documentation"
+        )
+    lines += evidence
     for f in r.features:
         shown = ", ".join(f.pages[:LISTED]) + (f" (+{len(f.pages) - LISTED})" if len(f.pages) > LISTED else "")
         lines.append(f"{f.name}: {shown or 'no page'} ({f.origin})")
@@ -130,13 +197,13 @@ def _outcome(r: DocsReport, globs: tuple[str, ...], evidence: list[str]) -> Chec
             "undocumented-feature",
             "error",
             f.name,
-            f"{f.name} ({f.origin}) is mentioned by none of the {r.pages} page(s) in {r.repo}",
+            f"{f.name} ({f.origin}) is mentioned by none of the {_pages(r.pages)} people wrote in the docs repository",
         )
         for f in missing
     )
     if missing:
         names = ", ".join(f.name for f in missing)
-        return CheckOutcome(NAME, FAIL, f"no page mentions {names}", tuple(lines), findings)
+        return DocsOutcome(NAME, FAIL, f"no page mentions {names}", tuple(lines), findings, r.features, r.own)
     if not r.features:
-        return CheckOutcome(NAME, PASS, "no feature needs a page (none listed or found)", tuple(lines))
-    return CheckOutcome(NAME, PASS, f"every feature has a page ({len(r.features)})", tuple(lines))
+        return DocsOutcome(NAME, PASS, "no feature needs a page (none listed or found)", tuple(lines), own=r.own)
+    return DocsOutcome(NAME, PASS, f"every feature has a page ({len(r.features)})", tuple(lines), (), r.features, r.own)

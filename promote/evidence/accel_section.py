@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -10,7 +11,7 @@ from promote.accel.run import AccelReport
 from promote.accel.store import recent
 from promote.config.model import Config
 from promote.core.outcome import FAIL
-from promote.evidence.gates import Gate, worst
+from promote.evidence.gates import EVERY_PASSED, Gate, plural, worst
 
 # A broken switch, a broken accelerated path or parity that differs: what was promoted is not what was tested.
 FAILS_TESTED = ("kill-switch-broken", "acceleration-broken", "parity-differs")
@@ -23,7 +24,14 @@ def tested_with(gate: Gate, report: AccelReport) -> Gate:
     failing = [f for f in report.findings if f.check in FAILS_TESTED]
     lines += [f"{f.check}: {f.subject}" for f in failing]
     status = worst([gate.status, *([FAIL] if failing else [])])
-    return replace(gate, status=status, evidence=(*gate.evidence, *lines))
+    lead = gate.row
+    if failing and len(lead) >= 2:
+        # The row's second sentence says what is red; a broken path joins it rather than pushing CI off the row.
+        counts = Counter(f.check for f in failing)
+        broken = ", ".join(f"{check} for {plural(n, 'test')} (see Accelerated paths)" for check, n in counts.items())
+        second = broken if lead[1] == EVERY_PASSED else f"{lead[1]}; {broken}"
+        lead = (lead[0], second, *lead[2:])
+    return replace(gate, status=status, evidence=(*gate.evidence, *lines), lead=lead)
 
 
 def section(config: Config, report: AccelReport) -> dict[str, Any]:
@@ -39,5 +47,4 @@ def section(config: Config, report: AccelReport) -> dict[str, Any]:
             "speedups": [{"time": e["time"], "speedup": e["speedup"], "interval": e["interval"]} for e in past],
             "result": r.to_json(),
         })  # fmt: skip
-    return {"key": "accelerations", "title": "Accelerated paths", "md": "accel.md.j2", "html": "accel.html.j2",
-            "data": data}  # fmt: skip
+    return {"key": "accelerations", "title": "Accelerated paths", "data": data}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from contextlib import closing
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -13,14 +14,15 @@ from promote.accel.run import AccelReport, run_accelerations
 from promote.accel.store import record as record_accel
 from promote.checks.ci import outcome as ci_outcome
 from promote.checks.ci import survey_ci
-from promote.checks.docs import audit_docs
-from promote.config import Config
+from promote.checks.docs import audit_docs, index_path
+from promote.config import Config, DocsConfig
 from promote.config.workspace import Workspace, resolve_candidate
 from promote.core import state
 from promote.core.errors import ConfigError
 from promote.core.findings import Finding
+from promote.core.git import Repo
 from promote.core.outcome import CheckOutcome
-from promote.evidence import accel_section, gates, intoto
+from promote.evidence import accel_section, gates, index_page, intoto
 from promote.evidence import deltas as deltas_mod
 from promote.evidence import pages as evidence
 from promote.evidence.history import History, StoredRun
@@ -210,6 +212,16 @@ def statements_of(ws: Workspace, seen: Observed) -> dict[str, dict[str, Any]]:
     }
 
 
+def publish_files(docs: DocsConfig, rel: str, page: str) -> dict[str, str]:
+    """The page, and the index of every evidence page rebuilt with it (unless a person's page holds its path)."""
+    files, index, repo = {rel: page}, index_path(docs.page), Repo(docs.repo)
+    if index != rel and not index_page.theirs(repo, index):
+        entries = [e for e in index_page.published(repo, posixpath.dirname(index)) if e.path != rel]
+        new = index_page.entry(rel, page)
+        files[index] = index_page.markdown([*entries, *([new] if new else [])], index)
+    return files
+
+
 def audit(
     ws: Workspace, *, command: str, publish: bool = False, push: bool = False,
     on_progress: ProgressCallback | None = None, candidate: str | None = None, bench: bool = False,
@@ -232,6 +244,7 @@ def audit(
         history=evidence.history_points(done.recent),
         provenance={"command": command, "started": seen.started, "finished": done.stored.finished},
         sections=[] if seen.accel is None else [accel_section.section(cfg, seen.accel)],
+        root=ws.repo.root,
     )
     if seen.accel is not None:
         record_accel(cfg, seen.accel, kind="audit", run_id=seen.run_id)
@@ -239,5 +252,6 @@ def audit(
     published = None
     if cfg.docs is not None and seen.page is not None:
         message = f"promote: evidence for {seen.check.candidate[:7]} ({doc['verdict']}), run {seen.run_id}"
-        published = publish_page(cfg.docs.repo, {seen.page: pages.md.read_text(encoding="utf-8")}, message, push=push)
+        files = publish_files(cfg.docs, seen.page, pages.md.read_text(encoding="utf-8"))
+        published = publish_page(cfg.docs.repo, files, message, push=push)
     return AuditResult(seen.run_id, doc["verdict"], done.gates, tuple(done.findings), pages, published)

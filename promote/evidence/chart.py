@@ -82,6 +82,10 @@ def _x_ticks(start: datetime, end: datetime, x_of: Any) -> tuple[tuple[float, st
     )
 
 
+def _one_tick(moments: list[datetime], x_of: Any) -> tuple[tuple[float, str, str], ...]:
+    return tuple((x_of(m), m.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M"), "middle") for m in moments)
+
+
 def _legend(left: int) -> tuple[tuple[float, str, str], ...]:
     """Swatch positions, each after the previous label (about 7 px a character at 12 px)."""
     out, x = [], float(left)
@@ -99,8 +103,8 @@ def layout(history: list[dict[str, Any]]) -> Chart:
     first = min(moments, default=datetime(1970, 1, 1, tzinfo=timezone.utc))
     last = max(moments, default=first)
     if len(moments) <= 1:
-        # One run: a day either side, so its bar stands in the middle of a dated axis.
-        first, last = first - timedelta(days=1), last + timedelta(days=1)
+        # One run: its bar in the middle, under one tick naming when it ran (a dated span would suggest more runs).
+        first, last = first - timedelta(hours=1), last + timedelta(hours=1)
     elif last == first:
         first, last = first - timedelta(hours=1), last + timedelta(hours=1)
     pad = (last - first) * 0.03
@@ -134,7 +138,7 @@ def layout(history: list[dict[str, Any]]) -> Chart:
         title=f"Tests per run, {n} comparable run{'s' if n != 1 else ''}",
         x_label="run started (UTC)",
         y_label="tests",
-        x_ticks=_x_ticks(first, last, x_of) if moments else (),
+        x_ticks=_x_ticks(first, last, x_of) if len(moments) > 1 else _one_tick(moments, x_of),
         y_ticks=tuple(dict.fromkeys(y_ticks)),
         bars=tuple(bars),
         legend=_legend(left),

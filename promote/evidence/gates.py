@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from promote.checks.docs import DocsOutcome
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
 from promote.evidence.deltas import Deltas
 from promote.evidence.render import when
@@ -26,14 +27,24 @@ LISTED = 5  # names a gate row spells out before saying "and N more"
 _DOCS_FEATURE = re.compile(r"^(?P<name>[^\s:]+): (?P<pages>.+?) \((?:listed in|found at) .*\)$")
 
 
+EVERY_PASSED = "every test that ran passed"
+ROW = 3  # sentences a gate's row on the page holds at most; the rest is in its section
+
+
 @dataclass(frozen=True)
 class Gate:
     status: str
-    evidence: tuple[str, ...]  # the row: short facts, first things first
+    evidence: tuple[str, ...]  # every fact, first things first: the gate's section lists them all
     details: tuple[str, ...] = ()  # what the sections below the gates show
+    lead: tuple[str, ...] = ()  # the row: at most ROW short sentences (empty: the first facts)
+
+    @property
+    def row(self) -> tuple[str, ...]:
+        return (self.lead or self.evidence)[:ROW]
 
     def to_json(self) -> dict[str, object]:
-        return {"status": self.status, "evidence": list(self.evidence), "details": list(self.details)}
+        return {"status": self.status, "evidence": list(self.evidence), "details": list(self.details),
+                "lead": list(self.row)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -127,7 +138,27 @@ def tested(run: RunResult | None, deltas: Deltas | None, ci: CheckOutcome | None
         statuses.append(ci.status)
         lines.append(f"CI: {ci.reason}")
         details += list(ci.evidence)
-    return Gate(worst(statuses), tuple(lines), tuple(details))
+    return Gate(worst(statuses), tuple(lines), tuple(details), tested_lead(run, deltas, ci, lines[0]))
+
+
+def red_parts(run: RunResult) -> list[str]:
+    """What is red, package by package: "1 failed in sanctum-proxy", "1 blocked in sanctum-mlx"."""
+    parts = []
+    for p in run.packages:
+        for n, what in ((p.failed, "failed"), (p.errors, "errored"), (p.crashed, "crashed"), (p.blocked, "blocked")):
+            if n:
+                parts.append(f"{n} {what} in {p.name}")
+    return parts
+
+
+def tested_lead(run: RunResult, deltas: Deltas | None, ci: CheckOutcome | None, total: str) -> tuple[str, ...]:
+    """The Tested row: how many ran, what is red (named in the Tests section), and what CI runs."""
+    red = red_parts(run)
+    if deltas is not None and deltas.filtered:
+        red.append(f"{plural(len(deltas.filtered), 'red test')} filtered, not fixed")
+    second = f"{', '.join(red)}: each named under Tests" if red else EVERY_PASSED
+    third = f"CI: {ci.reason}" if ci is not None else "no CI workflows to audit"
+    return (total, second, third)
 
 
 def from_check(outcome: CheckOutcome | None, missing: str) -> Gate:
@@ -141,6 +172,8 @@ def docs(outcome: CheckOutcome | None, missing: str) -> Gate:
     """Each feature and its page (or "no page"); where the pages were read, in the details."""
     if outcome is None:
         return Gate(UNDECIDED, (missing,))
+    if not isinstance(outcome, DocsOutcome):  # undecided before any page was read
+        return Gate(outcome.status, (outcome.reason,), tuple(outcome.evidence))
     features, details = [], []
     for line in outcome.evidence:
         m = _DOCS_FEATURE.match(line)
@@ -151,7 +184,21 @@ def docs(outcome: CheckOutcome | None, missing: str) -> Gate:
         shown = pages if pages == "no page" else ", ".join(f"`{p.strip()}`" for p in pages.split(","))
         features.append(f"{m['name']}: {shown}")
         details.append(line)
-    return Gate(outcome.status, tuple(features) or (outcome.reason,), tuple(details))
+    left_out = f"{plural(outcome.own, 'page')} promote wrote left out: evidence is not documentation"
+    evidence = (*(features or [outcome.reason]), *([left_out] if outcome.own else []))
+    return Gate(outcome.status, evidence, tuple(details), _docs_lead(outcome, left_out))
+
+
+def _docs_lead(outcome: DocsOutcome, left_out: str) -> tuple[str, ...]:
+    """The Docs row: which features have no page, how many do, and promote's own pages left out."""
+    if outcome.status == UNDECIDED or not outcome.features:
+        return (outcome.reason, *([left_out] if outcome.own else []))
+    bare = [f.name for f in outcome.features if not f.pages]
+    paged = [f.name for f in outcome.features if f.pages]
+    lines = [f"no page for {names(bare)}"] if bare else []
+    if paged:
+        lines.append(f"{names(paged)} {'has a page' if len(paged) == 1 else 'have pages'}")
+    return (*lines, *([left_out] if outcome.own else []))
 
 
 def merge_record(root: Path, candidate: str) -> MergeRecord | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -14,6 +15,7 @@ from promote.core.findings import Finding
 from promote.core.outcome import FAIL, PASS, UNDECIDED
 from promote.core.redact import Redactor, printable
 from promote.core.redact import current as current_redactor
+from promote.evidence import failures as failures_mod
 from promote.evidence import render as render_pages
 from promote.evidence.deltas import Deltas
 from promote.evidence.gates import TITLES, Gate, worst
@@ -22,7 +24,8 @@ from promote.release.check import CheckResult
 from promote.runners.run import RunResult
 
 SCHEMA_VERSION = 1
-SCHEMA_ID = "https://github.com/promote/promote/schemas/evidence-v1.json"
+# The schema shipped in the package, by its path in it (the shipped file's own `$id`).
+SCHEMA_ID = "urn:promote-release:promote/schemas/evidence.schema.json"
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,26 @@ def _line(f: Finding, others: list[Finding]) -> dict[str, Any]:
     return {"severity": f.severity, "subjects": [f.subject], "cause": cause, "message": message}
 
 
-def _grouped(findings: list[Finding]) -> list[dict[str, Any]]:
+def _folded(line: dict[str, Any], known: set[str]) -> None:
+    """The test ids of the run the line's message names, in order, and the message with all but the first FOLD
+    of them counted instead ("and 76 more"): what a page shows of a finding that lists a whole suite."""
+    message = line["message"]
+    spans = sorted((m.start(), m.end(), t) for t in known for m in re.finditer(re.escape(t), message))
+    kept: list[tuple[int, int, str]] = []
+    for start, end, test in spans:  # a longer id that contains a shorter one wins at the same place
+        if kept and start < kept[-1][1]:
+            if end - start > kept[-1][1] - kept[-1][0]:
+                kept[-1] = (start, end, test)
+            continue
+        kept.append((start, end, test))
+    line["tests"] = [t for _, _, t in kept]
+    line["folded"] = message
+    if len(kept) > render_pages.FOLD:
+        cut, last = kept[render_pages.FOLD - 1][1], kept[-1][1]
+        line["folded"] = f"{message[:cut]} and {len(kept) - render_pages.FOLD} more{message[last:]}"
+
+
+def _grouped(findings: list[Finding], known: set[str] | None = None) -> list[dict[str, Any]]:
     """Findings by check, one line each; findings that say the same thing about several subjects share a line."""
     groups: dict[str, list[Finding]] = {}
     for f in findings:
@@ -77,6 +99,8 @@ def _grouped(findings: list[Finding]) -> list[dict[str, Any]]:
                     lines[key]["subjects"].append(f.subject)
             else:
                 lines[key] = line
+        for line in lines.values():
+            _folded(line, known or set())
         out.append({"check": check, "findings": [f.to_json() for f in items], "lines": list(lines.values())})
     return out
 
@@ -115,11 +139,12 @@ def document(
     history: list[dict[str, Any]],
     provenance: dict[str, str],
     sections: list[dict[str, Any]] | None = None,
+    root: Path | None = None,
 ) -> dict[str, Any]:
     """The evidence document: everything the pages show, as plain JSON.
 
-    `sections` lists extra sections after the findings, each {"key", "title", "md", "html", "data"}: the
-    Markdown and HTML templates (in promote/templates) that render its `data`.
+    `sections` lists extra sections after the findings, each {"key", "title", "data"}; the pages render each
+    with the templates named for its key. Paths are relative to `root` (the repository).
     """
     return {
         "$schema": SCHEMA_ID,
@@ -134,11 +159,18 @@ def document(
         },
         "gate_titles": [list(t) for t in TITLES],
         "gates": {key: gates[key].to_json() for key, _ in TITLES},
-        "packages": [p.to_json() for p in run.packages] if run else [],
+        "packages": failures_mod.package_rows(run, root),
+        "failures": failures_mod.failures(run),
+        "stations": failures_mod.stations(run),
         "deltas": deltas.to_json(),
         "findings": [f.to_json() for f in findings],
-        "findings_by_check": _grouped(findings),
-        "merge": {"verdict": check.verdict, "mirrors": [m.to_json() for m in check.mirrors], "last_merge": last_merge},
+        "findings_by_check": _grouped(findings, {t.nodeid for p in (run.packages if run else ()) for t in p.tests}),
+        # `promote check`'s verdict (the mirrors alone, before the merge), not the Merged gate's status.
+        "merge": {
+            "check_verdict": check.verdict,
+            "mirrors": [m.to_json() for m in check.mirrors],
+            "last_merge": last_merge,
+        },
         "deployed": check.drift.to_json() if check.drift else None,
         "history": history,
         "sections": list(sections or []),

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
+from promote.checks.docs import MARKER
 from promote.evidence import chart as chart_mod
 
 # `text` in an evidence line or a message: a command, a file or an id, shown as code.
@@ -31,6 +34,11 @@ _MD_INLINE = re.compile(
 )
 # At the start of a line these begin a heading, quote, list, rule or setext underline.
 _MD_LINE_START = re.compile(r"^(#|>|\[|[-+*=](?=\s|$)|\d+(?=[.)](?:\s|$)))")
+
+
+# The templates that render each extra section of the document, by its key.
+SECTION_TEMPLATES = {"accelerations": ("accel.md.j2", "accel.html.j2")}
+FOLD = 10  # test ids a list or a finding shows inline before the rest are folded (HTML) or counted (Markdown)
 
 
 class Md(str):
@@ -85,6 +93,49 @@ def md_inline(value: object) -> Md:
     return Md("".join(out))
 
 
+def md_cell(value: object) -> Md:
+    """`md_inline` for a table cell: a code span that would hold a pipe is plain escaped text instead (a pipe
+    inside a code span splits the cell in GFM and Python-Markdown alike)."""
+    text = " ".join(str(value or "").split())
+    return md_inline(_BACKTICKED.sub(lambda m: m.group(1) if "|" in m.group(1) else m.group(0), text))
+
+
+def red(package: dict[str, Any]) -> str:
+    """A package's failed, errored and crashed tests in one cell: "1 failed, 2 errors", or "none"."""
+    counts = [(package.get("failed", 0), "failed"), (package.get("errors", 0), "error"),
+              (package.get("crashed", 0), "crashed")]  # fmt: skip
+    parts = [f"{n} {word}{'s' if word == 'error' and n != 1 else ''}" for n, word in counts if n]
+    return ", ".join(parts) or "none"
+
+
+def sentences(lines: Iterable[object]) -> str:
+    """Short facts as sentences: each ends with a full stop (the row of a gate)."""
+    return " ".join(str(line) if str(line).endswith((".", "!", "?")) else f"{line}." for line in lines)
+
+
+def front_matter(doc: dict[str, Any]) -> str:
+    """YAML front matter: promote's marker (the docs check leaves such pages out), the run, and `orphan: true`
+    (Sphinx then builds the page without a toctree entry; MkDocs ignores the key)."""
+    gates = " ".join(f"{key}={doc['gates'][key]['status']}" for key, _ in doc["gate_titles"])
+    fields = {
+        MARKER: "page",
+        "promote_run": doc["run"],
+        "promote_commit": doc["candidate"]["sha"],
+        "promote_date": str(doc["provenance"]["finished"])[:10],
+        "promote_verdict": doc["verdict"],
+        "promote_gates": gates,
+        "orphan": "true",
+    }
+    return "---\n" + "".join(f"{k}: {_yaml_scalar(v)}\n" for k, v in fields.items()) + "---\n"
+
+
+def _yaml_scalar(value: str) -> str:
+    # Plain when safe, else double-quoted with JSON's escapes (valid YAML): a run id is never read as a number.
+    if value == "true" or re.fullmatch(r"[a-z]+|[a-z]+(=[a-z]+)( [a-z]+=[a-z]+)*", value):
+        return value
+    return json.dumps(value)
+
+
 def when(value: object) -> str:
     """An ISO timestamp to the second, with its zone ("2026-11-30 23:01:36 UTC"); other text as it is."""
     text = str(value or "")
@@ -117,12 +168,17 @@ def _environment(*, html: bool) -> Environment:
     )
     env.filters["status_mark"] = lambda s: {"pass": "PASS", "fail": "FAIL"}.get(str(s), "UNDECIDED")
     env.filters["when"] = when
+    env.filters["sentences"] = sentences
+    env.filters["red"] = red
+    env.globals["FOLD"] = FOLD
+    env.globals["section_template"] = lambda key: SECTION_TEMPLATES[key][1 if html else 0]
     if html:
         env.filters["id_breaks"] = id_breaks
         env.filters["inline_code"] = inline_code
     else:
         env.filters["code"] = md_code
         env.filters["inline_code"] = md_inline
+        env.filters["cell"] = md_cell
         env.filters["id_breaks"] = md_code
     return env
 
@@ -143,7 +199,8 @@ def chart(history: list[dict[str, Any]]) -> chart_mod.Chart:
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    return _environment(html=False).get_template("evidence.md.j2").render(doc=doc)
+    body = _environment(html=False).get_template("evidence.md.j2").render(doc=doc)
+    return front_matter(doc) + "\n" + body
 
 
 def html(doc: dict[str, Any]) -> str:

@@ -47,7 +47,7 @@ def test_every_feature_with_a_page_passes_and_names_the_pages(tmp_path: Path) ->
     head = git(docs, "rev-parse", "HEAD")
     assert (outcome.status, outcome.reason) == ("pass", "every feature has a page (2)")
     assert outcome.evidence == (
-        f"docs repo at {docs} (HEAD {head[:7]}): 2 page(s) matching docs/**/*.md; 2 feature(s), all documented",
+        f"the docs repository (HEAD {head[:7]}): 2 page(s) matching docs/**/*.md; 2 feature(s), all documented",
         f"features discovered in the code at the deployed commit {deployed[:7]}",
         "DFlash2: docs/features/dflash2.md (listed in promote.toml)",
         f"SANCTUM_MLX_DFLASH2: docs/features/dflash2.md (found at {deployed[:7]} in sanctum/dflash.py:2)",
@@ -70,14 +70,14 @@ def test_feature_without_a_page_is_undocumented_and_says_where_it_was_found(tmp_
             "undocumented-feature",
             "error",
             "DFlash2",
-            f"DFlash2 (listed in promote.toml) is mentioned by none of the 2 page(s) in {docs}",
+            "DFlash2 (listed in promote.toml) is mentioned by none of the 2 pages people wrote in the docs repository",
         ),
         (
             "undocumented-feature",
             "error",
             "SANCTUM_MLX_DFLASH2",
             f"SANCTUM_MLX_DFLASH2 (found at {deployed[:7]} in sanctum/dflash.py:2) is mentioned by none of the "
-            f"2 page(s) in {docs}",
+            "2 pages people wrote in the docs repository",
         ),
     ]
 
@@ -108,9 +108,46 @@ def test_missing_or_unreadable_docs_repository_is_undecided(tmp_path: Path) -> N
     empty = audit_docs(code, write_config(code, repo="../empty"), None)
     bad_pattern = audit_docs(code, write_config(code, pattern="SANCTUM_["), None)
 
-    assert (gone.status, gone.reason) == ("undecided", f"docs repository {tmp_path / 'nowhere'} does not exist")
+    assert (gone.status, gone.reason) == ("undecided", "docs repository ../nowhere does not exist")
     assert plain.status == "undecided"
     assert "is not inside a git repository" in plain.reason
-    assert (empty.status, empty.reason) == ("undecided", f"docs repository {tmp_path / 'empty'} has no commits")
+    assert (empty.status, empty.reason) == ("undecided", "docs repository ../empty has no commits")
+    assert str(tmp_path) not in plain.reason, "the docs repository is named as configured, not by its path here"
     assert bad_pattern.status == "undecided"
     assert bad_pattern.reason.startswith("feature_pattern 'SANCTUM_[' cannot be searched")
+
+
+EVIDENCE_PAGE = "---\npromote_evidence: page\norphan: true\n---\n# Promotion evidence\n\nDFlash2: no page\n"
+
+
+def test_pages_promote_wrote_never_document_a_feature_and_are_counted_as_left_out(tmp_path: Path) -> None:
+    # promote's evidence page (at its path, with its marker), its index (marker only), an old page of promote's at
+    # the page pattern's path without a marker, and a person's page that mentions promote and quotes the marker
+    # in its body: only the last one is documentation.
+    person = "# Release process\n\nRun `promote audit`; its pages carry `promote_evidence: page`.\n"
+    pages = {
+        "docs/evidence/2026-12-01-1e4c82b.md": EVIDENCE_PAGE,
+        "docs/evidence/index.md": EVIDENCE_PAGE.replace(": page", ": index"),
+        "docs/evidence/2026-11-30-0a1b2c3.md": "# Promotion evidence\n\nSANCTUM_MLX_DFLASH2: no page\n",
+        "docs/notes/elsewhere.md": EVIDENCE_PAGE.replace("DFlash2", "SANCTUM_MLX_DFLASH2"),
+        "docs/release.md": person + "\nDFlash2 is not documented here either.\n",
+    }
+    code, docs, cfg = make_repos(tmp_path, pages)
+
+    outcome = audit_docs(code, cfg, git(code, "rev-parse", "HEAD"))
+
+    assert (outcome.status, outcome.reason) == ("fail", "no page mentions SANCTUM_MLX_DFLASH2")
+    head = git(docs, "rev-parse", "HEAD")
+    assert outcome.evidence[:2] == (
+        f"the docs repository (HEAD {head[:7]}): 2 page(s) matching docs/**/*.md; 2 feature(s), 1 undocumented",
+        "4 pages promote wrote (evidence pages, their index) left out: evidence is not documentation",
+    )
+    assert "DFlash2: docs/release.md (listed in promote.toml)" in outcome.evidence
+    assert outcome.findings[0].message.endswith("none of the 2 pages people wrote in the docs repository")
+
+
+def test_a_persons_index_beside_the_evidence_pages_still_counts(tmp_path: Path) -> None:
+    code, _, cfg = make_repos(tmp_path, {"docs/evidence/index.md": "# Evidence\n\nDFlash2 and SANCTUM_MLX_DFLASH2.\n"})
+    outcome = audit_docs(code, cfg, None)
+    assert outcome.status == "pass", outcome.evidence
+    assert not any("left out" in line for line in outcome.evidence)

@@ -47,7 +47,18 @@ def measure(page: str, tmp_path: Path, width: int, height: int = 800) -> dict[st
     probed = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page).replace("</body>", PROBE + "</body>")
     path = tmp_path / f"page-{width}.html"
     path.write_text(probed, encoding="utf-8")
-    harness = tmp_path / f"harness-{width}.html"
+    return _load(path, tmp_path / f"harness-{width}.html", width, height)
+
+
+def measure_script(page: Path, extra: str, tmp_path: Path, width: int, height: int = 800) -> dict[str, Any]:
+    """Load a built site's `page` beside itself (its stylesheets resolve) with `extra` probe statements filling `r`."""
+    probe = PROBE.replace("      r.pwned =", extra + "\n      r.pwned =", 1)
+    path = page.with_name(f"probed-{width}-{page.name}")
+    path.write_text(page.read_text(encoding="utf-8").replace("</body>", probe + "</body>"), encoding="utf-8")
+    return _load(path, page.with_name(f"harness-{width}.html"), width, height)
+
+
+def _load(path: Path, harness: Path, width: int, height: int) -> dict[str, Any]:
     harness.write_text(
         "<!DOCTYPE html><html><body style='margin:0'><script>addEventListener('message', function (e) {"
         "var pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = e.data;"

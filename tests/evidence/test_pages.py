@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from html.parser import HTMLParser
+from importlib.resources import files
 from pathlib import Path
 
 import jsonschema
@@ -92,9 +93,11 @@ def test_the_raw_markdown_escapes_only_what_markdown_would_read() -> None:
     page = render_pages.markdown(document())
     # Timestamps to the second, with the zone; ids, shas and runs in code spans; ordinary text unescaped.
     assert "2026-11-30 23:01:36 UTC" in page and ".498268" not in page
-    assert page.splitlines()[0] == "# Promotion evidence: `0123456` on main"
+    front, body = page.split("\n---\n\n", 1)
+    assert front.startswith("---\npromote_evidence: page\n") and "\norphan: true" in front
+    assert body.splitlines()[0] == "# Promotion evidence: `0123456` on main"
     assert "run `20261130T230136Z-ab12`" in page
-    assert "main fast-forwarded `9c29a84` to `efbd2ca` on laptop, no force;" in page
+    assert "| Merged | **PASS** | main fast-forwarded `9c29a84` to `efbd2ca` on laptop, no force. all 4 mirrors" in page
     assert "sanctum-mlx 36 + sanctum-proxy 249" in page
     for escaped in ("\\-", "\\.", "\\(", "\\`", "\\:", "\\="):
         assert escaped not in page, escaped
@@ -112,11 +115,17 @@ def test_the_rendered_page_says_what_was_meant_and_hostile_text_stays_text() -> 
     assert "\\" not in text, "no stray backslash reaches the reader"
     assert EVIL_TEST in text and PWN_SCRIPT in text and PWN_IMG in text
     assert one_line(EVIL_MESSAGE).replace("`code`", "code") in one_line(text)
-    assert "All four" not in text and "FAIL: Everything E2E Tested" in text
+    assert "All four" not in text
     assert "482 tests across 3 packages (sanctum-mlx 36 + sanctum-proxy 249 + sanctum-train 197)" in text
-    # The gate rows are paragraphs: one per gate, after its heading.
-    headings = [h for h in ("Everything E2E Tested", "in Docs", "Merged", "And Deployed") if f": {h}" in text]
-    assert len(headings) == 4
+    # The gates lead as PRODUCT.md's table does: one row per gate (title, status, at most three sentences).
+    rows = [r for r in html.split("<tr>")[1:] if "<td>" in r][:4]
+    assert [r.split("<td>")[1].split("</td>")[0] for r in rows] == [
+        "Everything E2E Tested",
+        "in Docs",
+        "Merged",
+        "And Deployed",
+    ]
+    assert "<td><strong>FAIL</strong></td>" in rows[0] and rows[0].count(". ") <= 3
 
 
 def test_findings_are_one_line_each_grouped_by_check_cause_only_when_it_differs() -> None:
@@ -135,7 +144,8 @@ def test_findings_are_one_line_each_grouped_by_check_cause_only_when_it_differs(
         Finding("ci-filtered", "error", "ci.yml: job test", "no CI job runs it", cause="--ignore=tests/x.py"),
     ]
     doc = document(findings=findings)
-    lines = {g["check"]: g["lines"] for g in doc["findings_by_check"]}
+    keys = ("severity", "subjects", "cause", "message")
+    lines = {g["check"]: [{k: line[k] for k in keys} for line in g["lines"]] for g in doc["findings_by_check"]}
     assert lines["leaked-state"] == [
         {"severity": "error", "subjects": ["t.py::polluter"], "cause": None, "message": leak}
     ]
@@ -192,7 +202,7 @@ def test_the_chart_of_one_run_has_a_dated_axis_a_title_labels_and_a_legend() -> 
     assert abs(bar.x + bar.width / 2 - (left + right) / 2) < 1, "one run stands in the middle"
     assert [s.series for s in bar.segments] == ["passed", "failed", "blocked"]
     assert bar.segments[0].y + bar.segments[0].height == bottom
-    assert [label for _, label, _ in chart.x_ticks][2] == "06-01 02:00"
+    assert [label for _, label, _ in chart.x_ticks] == ["2026-06-01 02:00"], "one run, one tick: no span of days"
     assert [label for label, _ in ((lbl, c) for _, lbl, c in chart.legend)] == [
         "passed",
         "failed, errors or crashed",
@@ -238,9 +248,16 @@ def test_the_chart_compares_only_runs_of_the_same_packages() -> None:
     assert evidence.history_points([]) == []
 
 
-def test_sections_are_a_list_a_later_feature_fills_with_its_own_templates(tmp_path: Path) -> None:
+def test_sections_name_no_template_and_the_schema_is_the_shipped_one(tmp_path: Path) -> None:
     doc = document()
     assert doc["sections"] == []
-    jsonschema.validate(
-        {**doc, "sections": [{"key": "k", "title": "T", "md": "m", "html": "h", "data": {}}]}, evidence.schema()
-    )
+    section = {"key": "accelerations", "title": "Accelerated paths", "data": []}
+    jsonschema.validate({**doc, "sections": [section]}, evidence.schema())
+    with pytest.raises(jsonschema.ValidationError, match=r"'md', 'html'|'html', 'md'"):
+        jsonschema.validate({**doc, "sections": [{**section, "md": "accel.md.j2", "html": "x"}]}, evidence.schema())
+    # `$schema` names the schema shipped in the package, by its path there.
+    assert doc["$schema"] == evidence.schema()["$id"]
+    shipped = doc["$schema"].rsplit(":", 1)[1]
+    assert files("promote").joinpath(shipped.removeprefix("promote/")).is_file()
+    # The check's verdict is named as such, beside the Merged gate's own status.
+    assert doc["merge"]["check_verdict"] == "promotable" and "verdict" not in doc["merge"]

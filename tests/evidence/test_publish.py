@@ -42,9 +42,32 @@ def test_publish_commits_the_page_and_says_which_commit(tmp_path: Path) -> None:
     fleet, docs = docs_fleet(tmp_path)
     result = run(fleet.work, "audit", "--publish")
     head = git(docs, "rev-parse", "HEAD")
-    assert f"published: committed docs/evidence/latest.md in {docs} ({head[:7]})" in result.stdout, result.output
+    assert (
+        f"published: committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]})" in result.stdout
+    ), result.output
     assert git(docs, "log", "-1", "--format=%s").startswith("promote: evidence for ")
-    assert git(docs, "show", "HEAD:docs/evidence/latest.md").startswith("#")
+    assert git(docs, "show", "HEAD:docs/evidence/latest.md").startswith("---\npromote_evidence: page\n")
+    # One commit holds the page and the index that lists it.
+    assert git(docs, "show", "--name-only", "--format=", "HEAD").split() == [
+        "docs/evidence/index.md",
+        "docs/evidence/latest.md",
+    ]
+    assert "](latest.md)" in git(docs, "show", "HEAD:docs/evidence/index.md")
+
+
+def test_publish_keeps_the_index_current_and_never_overwrites_a_persons_index(tmp_path: Path) -> None:
+    fleet, docs = docs_fleet(tmp_path, page="docs/evidence/{run}.md")
+    run(fleet.work, "audit", "--publish")
+    run(fleet.work, "audit", "--publish")
+    index = git(docs, "show", "HEAD:docs/evidence/index.md")
+    rows = [line for line in index.splitlines() if line.startswith("| [")]
+    # Newest first: run ids sort by the time they started.
+    assert len(rows) == 2 and rows[0].split("](")[1] > rows[1].split("](")[1], rows
+    # A page someone wrote where the index would go stays theirs.
+    commit(docs, "our own index", {"docs/evidence/index.md": "# Our evidence\n"})
+    third = run(fleet.work, "audit", "--publish")
+    assert "published: committed docs/evidence/" in third.stdout and "index.md" not in third.stdout, third.output
+    assert git(docs, "show", "HEAD:docs/evidence/index.md") == "# Our evidence"
 
 
 @pytest.mark.parametrize("where", ["page", "directory"])
@@ -166,8 +189,13 @@ def test_a_refusing_pre_commit_hook_leaves_the_docs_repository_as_it_was(tmp_pat
     again = run(fleet.work, "audit", "--publish")
     assert again.exit_code == {4: 0}.get(code, code), again.output
     head = git(docs, "rev-parse", "HEAD")
-    assert f"published: committed docs/evidence/latest.md in {docs} ({head[:7]})" in again.stdout
-    assert git(docs, "show", "--name-only", "--format=", "HEAD") == "docs/evidence/latest.md"
+    assert (
+        f"published: committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]})" in again.stdout
+    )
+    assert git(docs, "show", "--name-only", "--format=", "HEAD").split() == [
+        "docs/evidence/index.md",
+        "docs/evidence/latest.md",
+    ]
     assert git(docs, "status", "--porcelain") == "A  notes.md"
 
 
@@ -217,8 +245,9 @@ def test_a_refused_push_after_the_commit_is_not_a_pass(tmp_path: Path) -> None:
 
     assert result.exit_code == 4, result.output
     head = git(docs, "rev-parse", "HEAD")
-    assert f"published: committed docs/evidence/latest.md in {docs} ({head[:7]}); push to origin refused: " in (
-        result.stdout
+    assert (
+        f"committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]}); push to origin refused: "
+        in (result.stdout)
     )
     assert "docs are frozen for the release" in result.stderr
     assert git(mirror, "rev-parse", "main") != head

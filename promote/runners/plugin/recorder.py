@@ -302,6 +302,7 @@ class Recorder:
             streams=tuple(self.streams.records.values()) if self.streams else (),
             findings=tuple(self.findings),
             random_draws_restored=self.watch.ordinary.get(RANDOM_PROBE, 0) if self.watch else 0,
+            pytest=pytest.__version__,
         )
         write_results(self.out_dir, results)
 

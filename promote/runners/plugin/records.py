@@ -112,6 +112,7 @@ class WorkerResults:
     findings: tuple[Finding, ...] = field(default=())
     # Tests that only drew numbers from MLX's global generator: its key put back, no finding.
     random_draws_restored: int = 0
+    pytest: str | None = None  # the pytest that ran them (None: written by an older plugin)
 
     def to_json(self) -> dict[str, Any]:
         """The on-disk form (`schema` 1)."""

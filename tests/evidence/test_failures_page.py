@@ -1,0 +1,92 @@
+"""Failures by name: a real package with six failing tests and 86 tests that leak the same state, audited by promote;
+the page names every failing test with its cause, folds the long finding, and the JSON keeps every id."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from promote.evidence import pages as evidence
+from promote.evidence import render as render_pages
+from tests.helpers.cli import run
+from tests.helpers.evidence import document
+from tests.helpers.gitrepos import commit, git, make_fleet
+from tests.helpers.packages import write_package
+
+SUITE = """
+    import os
+
+    import pytest
+
+    @pytest.mark.parametrize("n", range(6))
+    def test_red(n):
+        assert n * 10 == 7, f"case {n} is wrong"
+
+    @pytest.mark.parametrize("n", range(86))
+    def test_leaks(n):
+        os.environ["LEAKY_SWITCH"] = "on"
+"""
+
+
+@pytest.mark.slow
+def test_six_failures_by_name_and_an_86_id_finding_folded(tmp_path: Path) -> None:
+    fleet = make_fleet(tmp_path, names=("origin",))
+    write_package(fleet.work, "packages/app", {"tests/test_app.py": SUITE})
+    fleet.config('max_reruns = 20\n[[promote.packages]]\nname = "app"\npath = "packages/app"\nleaks = "restore"\n')
+    commit(fleet.work, "app")
+    git(fleet.work, "push", "-q", "origin", "main")
+
+    result = run(fleet.work, "audit", "--json")
+
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    doc = json.loads(Path(report["pages"]["json"]).read_text())
+    jsonschema.validate(doc, evidence.schema())
+    md = Path(report["pages"]["md"]).read_text()
+    html = Path(report["pages"]["html"]).read_text()
+    red = [f"tests/test_app.py::test_red[{n}]" for n in range(6)]
+    [group] = doc["failures"]
+    assert group["package"] == "app"
+    assert [t["test"] for t in group["tests"]] == red
+    assert group["tests"][1]["cause"] == "AssertionError: case 1 is wrong"
+    assert group["tests"][1]["rerun"]["verdict"] == "genuine"
+    for test in red:
+        assert f"- `{test}` (failed): AssertionError: case {test[-2]} is wrong; rerun: genuine" in md
+        assert render_pages.id_breaks(test) in html
+    # The leak: 86 subjects on one line; the page shows ten and counts the rest, the JSON holds all 86.
+    [leaks] = [g for g in doc["findings_by_check"] if g["check"] == "leaked-state"]
+    [line] = leaks["lines"]
+    assert len(line["subjects"]) == 86 and len(leaks["findings"]) == 86
+    [bullet] = [b for b in md.splitlines() if b.startswith("- **warning** `tests/test_app.py::test_leaks[0]`")]
+    assert bullet.count("`tests/test_app.py::test_leaks[") == 10 and " and 76 more: " in bullet
+    assert "<details><summary>all 86</summary>" in html
+    assert str(tmp_path) not in md and str(tmp_path) not in html
+
+
+def test_more_than_ten_failures_fold_in_both_pages_and_stay_whole_in_the_json() -> None:
+    doc = document()
+    tests = [{"test": f"t.py::test_{i:02d}", "outcome": "failed", "cause": f"assert {i} == 0", "rerun": None}
+             for i in range(23)]  # fmt: skip
+    doc["failures"] = [{"package": "big", "tests": tests}]
+    jsonschema.validate(doc, evidence.schema())
+    md = render_pages.markdown(doc)
+    shown = [line for line in md.splitlines() if line.startswith("- `t.py::test_")]
+    assert shown == [f"- `t.py::test_{i:02d}` (failed): assert {i} == 0" for i in range(10)]
+    assert "- and 13 more (every one in evidence.json, under `failures`)" in md
+    html = render_pages.html(doc)
+    folded = html.split("<details><summary>13 more</summary>", 1)[1].split("</details>", 1)[0]
+    assert folded.count("<li>") == 13 and "t.py::<wbr>test_22" in folded
+
+
+def test_a_message_that_names_many_tests_shows_ten_and_counts_the_rest() -> None:
+    from promote.core.findings import Finding
+
+    ids = [f"tests/test_m.py::test_{i}" for i in range(30)]
+    finding = Finding("impossible-requirement", "error", "tests/conftest.py::big", "needs x: " + ", ".join(ids))
+    line = {"severity": "error", "subjects": ["s"], "cause": None, "message": finding.message}
+    evidence._folded(line, set(ids))
+    assert line["tests"] == ids
+    assert line["folded"] == "needs x: " + ", ".join(ids[:10]) + " and 20 more"
