@@ -411,7 +411,10 @@ def test_main_in_the_middle_of_a_rebase_in_another_worktree_is_left_alone(fleet:
     linked, candidate = linked_feature(fleet)
     local = git(fleet.work, "rev-parse", "main")
     # An interactive rebase stopped to edit main's last commit: HEAD is detached there, main is in use.
-    env = {**os.environ, "GIT_SEQUENCE_EDITOR": "sed -i s/^pick/edit/"}
+    editor = fleet.root / "edit-every-commit"
+    editor.write_text('#!/bin/sh\nsed "s/^pick/edit/" "$1" > "$1.new" && mv "$1.new" "$1"\n')
+    editor.chmod(0o755)
+    env = {**os.environ, "GIT_SEQUENCE_EDITOR": str(editor)}
     subprocess.run(["git", "rebase", "-q", "-i", "HEAD~1"], cwd=fleet.work, env=env, check=True, capture_output=True)
 
     result = run(linked, "merge", "--candidate", "feat")
