@@ -15,7 +15,7 @@ import pytest
 from tests.helpers.cli import run, run_json
 from tests.helpers.gitrepos import Fleet, commit, git
 
-LIMIT_S = 3
+LIMIT_S = 10  # far above what git needs here, far below the daemons' 30 s
 
 
 @pytest.fixture
@@ -65,5 +65,5 @@ def test_merge_through_a_daemon_holding_stderr_advances_every_mirror(fleet: Flee
         f"main fast-forwarded {old[:7]} to {candidate[:7]} on origin, mini, station, laptop, no force"
     )
     assert "timeout" not in result.output
-    # Each push and each read-back went through a wrapper; a 3 s wait on any of the ~16 would show.
+    # Each push and each read-back went through a wrapper: waiting for a daemon on any of them would show.
     assert took < 2 * LIMIT_S, f"merge took {took:.1f} s"
