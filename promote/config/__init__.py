@@ -86,12 +86,31 @@ def load_config(start: Path, config_path: Path | None = None) -> Config:
     return load(config_path if config_path is not None else find_config(start.resolve()))
 
 
+# Far beyond any real configuration (pyproject.toml included): a larger file is refused before it is parsed.
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
-            data: dict[str, Any] = tomllib.load(f)
-            return data
+            raw = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB, the most promote reads from a configuration file"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"{path}: not UTF-8 text (TOML must be): byte 0x{raw[e.start]:02x} on line {line}") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively: a few hundred levels exhaust the stack.
+        raise ConfigError(
+            f"{path}: arrays or inline tables nested too deeply to read (a few hundred levels at most)"
+        ) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,9 @@ from promote.core.station import Station
 CONFIG_NAME = "promote.toml"
 DEFAULT_TEST_PATHS = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
 SYNC_METHODS = ("git", "rsync")
+# A package's name is the name of its directory under .promote/runs/<run>/ (and on a station): never a path.
+PACKAGE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+PACKAGE_NAME_RULE = "a package name: letters, digits, '.', '_' and '-', not starting with '.' or '-'"
 
 
 @dataclass(frozen=True)

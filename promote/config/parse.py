@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 from promote.config.accel_parse import accelerations
 from promote.config.model import DEFAULT_TEST_PATHS as DEFAULT_TEST_PATHS
 from promote.config.model import (
+    PACKAGE_NAME,
+    PACKAGE_NAME_RULE,
     SYNC_METHODS,
     CIConfig,
     Config,
@@ -216,7 +218,9 @@ class Parser:
                 where,
                 {"name", "path", "workers", "leaks", "station", "python", "args", "env", "timeout_s", "serial"},
             )
-            name = self.required(tbl, "name", where, "a package name")
+            name = self.required(tbl, "name", where, PACKAGE_NAME_RULE)
+            if not PACKAGE_NAME.fullmatch(name):
+                raise self.fail(f"{where}.name", PACKAGE_NAME_RULE, name)
             if name in seen:
                 raise self.fail(f"{where}.name", "a name no other package has", name)
             seen.add(name)

@@ -37,6 +37,19 @@ class GrepHit:
     text: str
 
 
+@dataclass(frozen=True)
+class Worktree:
+    """One working tree of a repository, as `git worktree list --porcelain` describes it."""
+
+    path: Path
+    head: str | None
+    # The branch checked out there (a full ref), or the branch a rebase or bisection there is working on.
+    branch: str | None
+    bare: bool = False
+    # HEAD is detached there while a rebase or bisection of `branch` is under way.
+    busy: bool = False
+
+
 # git's own complaints start so; the first of them is the cause, later ones its consequences.
 TELLING = Telling(
     starts=("fatal:", "error:", "timeout:", "remote:", "ssh:"), first=True, silent="git exited with status {status}"
@@ -171,6 +184,24 @@ class Repo:
     def remotes(self) -> list[str]:
         return sorted(self.remote_urls())
 
+    def worktrees(self) -> list[Worktree]:
+        """Every working tree of this repository (the main one and each linked one), with what it has checked out."""
+        # -z (git 2.36+) so that a path holding a newline is still one path; older git lists without it.
+        listed, sep = self.run("worktree", "list", "--porcelain", "-z"), "\0"
+        if not listed.ok:
+            listed, sep = self.run("worktree", "list", "--porcelain"), "\n"
+        found = []
+        for record in listed.stdout.split(sep * 2):
+            fields = dict(line.partition(" ")[::2] for line in record.split(sep) if line)
+            if "worktree" in fields:
+                path = Path(fields["worktree"])
+                branch, busy = fields.get("branch"), False
+                if branch is None and "bare" not in fields and path.is_dir():
+                    branch = _busy_branch(path)
+                    busy = branch is not None
+                found.append(Worktree(path, fields.get("HEAD"), branch, "bare" in fields, busy))
+        return found
+
     def is_clean(self) -> bool:
         """True when tracked files have no staged or unstaged change (untracked files are fine)."""
         return not self.out("status", "--porcelain", "--untracked-files=no").strip()
@@ -208,3 +239,17 @@ class Repo:
 
     def merge_ff_only(self, sha: str) -> Finished:
         return self.run("merge", "--ff-only", "--quiet", sha)
+
+
+def _busy_branch(worktree: Path) -> str | None:
+    """The branch a rebase or bisection under way in `worktree` (detached meanwhile) will come back to."""
+    paths = run_git(worktree, "rev-parse", "--git-path", "rebase-merge/head-name", "--git-path",
+                    "rebase-apply/head-name", "--git-path", "BISECT_START")  # fmt: skip
+    for i, line in enumerate(paths.stdout.splitlines() if paths.ok else []):
+        try:
+            name = (worktree / line).read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        # BISECT_START holds the short name it started from; a rebase's head-name the full ref.
+        return name if i < 2 else f"refs/heads/{name}"
+    return None

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+import select
+import selectors
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +27,13 @@ _GUARD = 'trap "kill -9 0" TERM; "$@" & wait $!'
 
 # A one-line report quotes at most this much of what a program said.
 TELLING_MAX = 300
+
+# After a program exits (or is killed at its limit), how long a descendant still holding its pipes may
+# go on writing before promote stops reading: everything the program itself wrote is already in the pipe.
+DRAIN_S = 0.1
+# How often a program with no output is looked at to see whether it exited.
+POLL_S = 0.05
+_CHUNK = 65536
 
 
 def telling_line(
@@ -125,7 +136,8 @@ def run_bounded(
 
     With `die_with_promote` (and no `stdin`: the guard gives the program /dev/null), the program and
     its children are killed when promote dies, even by SIGKILL, where the platform allows it.
-    On timeout, the status is None and the output is what came before the kill.
+    On timeout, the status is None and the output is what came before the kill. A program that exited
+    has its own status, whatever a descendant of it still holds open (see _collect).
     """
     shown = redact(" ".join(argv))
     preexec = None
@@ -143,12 +155,106 @@ def run_bounded(
         start_new_session=True,
         preexec_fn=preexec,
     ) as proc:
-        try:
-            out, err = proc.communicate(stdin, timeout=timeout)
-            status: int | None = proc.returncode
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            status = None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        out, err, status = _collect(proc, stdin, deadline)
     text = out.decode("utf-8", "replace")
     return Finished(shown, status, text, redact(err.decode("utf-8", "replace")), out, telling)
+
+
+def _collect(
+    proc: subprocess.Popen[bytes], stdin: bytes | None, deadline: float | None
+) -> tuple[bytes, bytes, int | None]:
+    """(stdout, stderr, status) of `proc`, waiting for its pipes only while it runs and within its time limit.
+
+    End-of-file on a pipe is not the end of the program: a descendant in a session of its own (ssh's
+    ControlPersist master, a daemon a transport started) may hold the pipe open long after the program
+    exited, and no kill of the program's group reaches it. So the program's exit (or the limit, and the
+    kill) ends the wait; what is already in the pipes is read, and a descendant gets DRAIN_S more to finish.
+    """
+    chunks: dict[int, list[bytes]] = {}
+    pending = memoryview(stdin or b"")
+    with selectors.DefaultSelector() as sel:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                chunks[pipe.fileno()] = []
+                sel.register(pipe.fileno(), selectors.EVENT_READ)
+        if proc.stdin is not None:
+            if pending:
+                sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
+            else:
+                proc.stdin.close()
+        status, timed_out, stop_at = None, False, None
+        while sel.get_map():
+            now = time.monotonic()
+            if stop_at is None:
+                status = proc.poll()
+                if status is None and deadline is not None and now >= deadline:
+                    _kill_group(proc)
+                    timed_out = True
+                if status is not None or timed_out:
+                    stop_at = now + DRAIN_S
+            elif now >= stop_at:
+                break
+            limit = min(t for t in (stop_at, deadline, now + POLL_S) if t is not None)
+            for key, _ in sel.select(max(0.0, limit - now)):
+                pending = _transfer(sel, key.fd, proc, chunks, pending)
+        for fd in list(sel.get_map()):
+            if fd in chunks:
+                chunks[fd].append(_read_available(fd))
+    if proc.stdin is not None and not proc.stdin.closed:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    if stop_at is None:  # it closed its pipes and runs on: its exit, within the limit, is the end
+        try:
+            status = proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            timed_out = True
+    status = None if timed_out else proc.wait()
+    out = b"".join(chunks.get(proc.stdout.fileno(), [])) if proc.stdout is not None else b""
+    err = b"".join(chunks.get(proc.stderr.fileno(), [])) if proc.stderr is not None else b""
+    return out, err, status
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the program and everything in its session's group (it was started as a session leader)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _transfer(
+    sel: selectors.BaseSelector,
+    fd: int,
+    proc: subprocess.Popen[bytes],
+    chunks: dict[int, list[bytes]],
+    pending: memoryview,
+) -> memoryview:
+    """Move what is ready on `fd`: read an output pipe, or write the next piece of stdin; what of stdin is left."""
+    if fd in chunks:
+        data = os.read(fd, _CHUNK)
+        if data:
+            chunks[fd].append(data)
+        else:
+            sel.unregister(fd)
+        return pending
+    try:
+        # At most PIPE_BUF bytes: a pipe that select calls writable takes that much without blocking.
+        pending = pending[os.write(fd, pending[: select.PIPE_BUF]) :]
+    except BrokenPipeError:
+        pending = pending[:0]  # it stopped reading (exited): the rest is not wanted
+    if not pending:
+        sel.unregister(fd)
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    return pending
+
+
+def _read_available(fd: int) -> bytes:
+    """What is already in the pipe `fd`, without waiting for more."""
+    os.set_blocking(fd, False)
+    parts = []
+    with contextlib.suppress(BlockingIOError, OSError):
+        while data := os.read(fd, _CHUNK):
+            parts.append(data)
+    return b"".join(parts)

@@ -54,6 +54,11 @@ _TOKENS = (
 _TOKEN_RE = re.compile(r"(?<![A-Za-z0-9_])(?:" + "|".join(_TOKENS) + r")(?![A-Za-z0-9])")
 _TOKEN_PREFIXES = ("ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_", "hf_", "sk-", "AKIA", "ASIA", "xox", "eyJ")
 _USERINFO_RE = re.compile(_USERINFO)
+# The query and fragment of a URL (`https://host/x.git?private_token=...`, `...#access_token=...`), and in them
+# one parameter at a time; a parameter whose name looks secret (secret_name, or SIG, PWD) has its value hidden.
+_URL_QUERY_RE = re.compile(r"://[^\s'\"<>`?#]*[?#][^\s'\"<>`]*")
+_PARAM_RE = re.compile(r"(?<=[?&#;])(?P<name>[^=&#;]+)=(?P<value>[^&#;]+)")
+_SECRET_PARAMS = frozenset({"SIG", "PWD", "PW"})
 
 # C0 and C1 control characters (and DEL), except newline and tab: shown, never sent raw to a terminal or page.
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -77,6 +82,32 @@ def secret_name(name: str) -> bool:
         return False
     words = [w for w in re.split(r"[^A-Z0-9]+", upper) if w]
     return any(w in SECRET_WORDS or w.endswith(_SECRET_SUFFIXES) for w in words)
+
+
+def secret_param(name: str) -> bool:
+    """Whether a URL query parameter's name looks like it carries a secret (`token`, `private_token`, `sig`...)."""
+    return secret_name(name) or any(w in _SECRET_PARAMS for w in re.split(r"[^A-Z0-9]+", name.upper()))
+
+
+def _hide_params(url: re.Match[str]) -> str:
+    def one(p: re.Match[str]) -> str:
+        return f"{p['name']}={MASK}" if secret_param(p["name"]) else p[0]
+
+    return _PARAM_RE.sub(one, url[0])
+
+
+def value_forms(value: str) -> set[str]:
+    """The forms of a secret value to hide: as written, and as repr() and JSON show it (backslashes and quotes escaped).
+
+    A value of several lines (a PEM key) is hidden line by line too, each line of at least MIN_VALUE_CHARS
+    characters: a tool that indents or prefixes each line (pytest's `E   `) never shows the value whole.
+    """
+    lines = value.splitlines()
+    forms: set[str] = set()
+    for v in {value, *(ln.strip() for ln in lines if len(lines) > 1)}:
+        if worth_redacting(v):
+            forms |= {v, repr(v)[1:-1], v.replace("\\", "\\\\").replace('"', '\\"')}
+    return forms
 
 
 def worth_redacting(value: str) -> bool:
@@ -108,9 +139,7 @@ class Redactor:
     def __init__(self, values: Iterable[str] = ()) -> None:
         forms: set[str] = set()
         for v in values:
-            if worth_redacting(v):
-                # As written, and as repr() and JSON would show it (backslashes and quotes escaped).
-                forms |= {v, repr(v)[1:-1], v.replace("\\", "\\\\").replace('"', '\\"')}
+            forms |= value_forms(v)
         self.values = frozenset(values)
         self._forms = tuple(sorted(forms, key=len, reverse=True))
         self._literal = re.compile("|".join(re.escape(v) for v in self._forms)) if forms else None
@@ -120,7 +149,7 @@ class Redactor:
         # Substring tests first: a regex tried at every position of a large results file costs ~15x more.
         if any(v in text for v in self._forms):
             return True
-        if "://" in text and _USERINFO_RE.search(text):
+        if "://" in text and (_USERINFO_RE.search(text) or _URL_QUERY_RE.sub(_hide_params, text) != text):
             return True
         return any(p in text for p in _TOKEN_PREFIXES) and _TOKEN_RE.search(text) is not None
 
@@ -129,6 +158,7 @@ class Redactor:
             text = self._literal.sub(MASK, text)
         if "://" in text:
             text = _USERINFO_RE.sub(rf"\g<scheme>{MASK}@", text)
+            text = _URL_QUERY_RE.sub(_hide_params, text)
         if any(p in text for p in _TOKEN_PREFIXES):
             text = _TOKEN_RE.sub(MASK, text)
         return text

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from promote.config.workspace import Workspace
 from promote.core import state
-from promote.core.git import Repo
+from promote.core.git import Repo, Worktree
 from promote.core.process import Finished
 from promote.release import journal
 from promote.release import mirrors as mirrors_mod
@@ -211,20 +211,45 @@ def _push_reason(outcome: Finished) -> str:
 
 def _fast_forward_local(repo: Repo, trunk: str, sha: str) -> str:
     """Bring the local trunk to `sha` when that is a fast-forward and disturbs no work; say what happened."""
-    local = repo.resolve(f"refs/heads/{trunk}")
+    ref = f"refs/heads/{trunk}"
+    local = repo.resolve(ref)
     if local == sha:
         return f"local {trunk} already at {sha[:7]}"
+    at = (local or "")[:7]
     if local is not None and not repo.is_ancestor(local, sha):
-        return f"local {trunk} left at {local[:7]}: it has commits the candidate lacks"
-    if repo.current_branch() == trunk:
-        if not repo.is_clean():
-            return f"local {trunk} left at {(local or '')[:7]}: the working tree has changes"
-        done = repo.merge_ff_only(sha)
-        if not done.ok:
-            return f"local {trunk} left at {(local or '')[:7]}: {done.reason}"
-    elif local is None or not repo.update_ref(f"refs/heads/{trunk}", sha, local):
-        return f"local {trunk} not moved: it changed while promote ran"
-    return f"local {trunk} fast-forwarded {(local or '')[:7]} to {sha[:7]}"
+        return f"local {trunk} left at {at}: it has commits the candidate lacks"
+    # Moving a branch under a worktree that has it checked out would leave that worktree's index and files
+    # at the old commit: its next commit would undo the release. Only a clean worktree is moved, by a merge there.
+    holders = [w for w in repo.worktrees() if w.branch == ref]
+    if not holders:
+        if local is None or not repo.update_ref(ref, sha, local):
+            return f"local {trunk} not moved: it changed while promote ran"
+        return f"local {trunk} fast-forwarded {at} to {sha[:7]}"
+    if len(holders) > 1:
+        where = ", ".join(str(w.path) for w in holders)
+        return f"local {trunk} left at {at}: it is checked out in {len(holders)} worktrees ({where})"
+    why = _unsafe_to_move(repo, holders[0], trunk, local)
+    if why is not None:
+        return f"local {trunk} left at {at}: {why}"
+    done = Repo(holders[0].path).merge_ff_only(sha)
+    if not done.ok:
+        return f"local {trunk} left at {at}: {done.reason}"
+    return f"local {trunk} fast-forwarded {at} to {sha[:7]}"
+
+
+def _unsafe_to_move(repo: Repo, w: Worktree, trunk: str, local: str | None) -> str | None:
+    """Why the worktree `w`, which has trunk checked out, must not be fast-forwarded (None: it may be)."""
+    here = w.path.resolve() == repo.root.resolve()
+    place = "the working tree" if here else f"the worktree {w.path}, which has {trunk} checked out,"
+    if not w.path.is_dir():
+        return f"{place} is missing (`git worktree prune` forgets it)"
+    if w.busy:
+        return f"{place} is in the middle of a rebase or bisection of it"
+    if w.head != local:
+        return f"{place} is at {(w.head or 'no commit')[:7]}, not at {trunk}'s tip"
+    if not (repo if here else Repo(w.path)).is_clean():
+        return f"{place} has changes"
+    return None
 
 
 def _as_now(m: MirrorMerge, head: str | None, sha: str) -> MirrorMerge:

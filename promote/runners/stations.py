@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from promote.core.process import run_bounded
 from promote.core.station import Station
 
 if TYPE_CHECKING:
@@ -48,9 +48,9 @@ def detect_memory_gb() -> float | None:
     """Physical memory in GB, or None when this system does not say."""
     if sys.platform == "darwin":
         try:
-            done = subprocess.run(["sysctl", "-n", "hw.memsize"], capture_output=True, text=True, check=True, timeout=5)
-            return round(int(done.stdout.strip()) / 2**30, 1)
-        except (OSError, subprocess.SubprocessError, ValueError):
+            done = run_bounded(["sysctl", "-n", "hw.memsize"], timeout=5)
+            return round(int(done.stdout.strip()) / 2**30, 1) if done.ok else None
+        except (OSError, ValueError):
             return None
     try:
         return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)

@@ -306,3 +306,79 @@ def test_history_limit_out_of_range_is_a_usage_error(fleet: Fleet) -> None:
         assert result.exit_code == 2, (limit, result.output)
         assert "Invalid value for '--limit'" in result.stderr
         assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b'[promote]\ntrunk = "main"\n# caf\xe9\n', "not UTF-8 text (TOML must be): byte 0xe9 on line 3"),
+        (
+            b"[promote]\nx = " + b"[" * 3000 + b"]" * 3000 + b"\n",
+            "arrays or inline tables nested too deeply to read (a few hundred levels at most)",
+        ),
+        (
+            b"[promote]\nx = " + b"{a = " * 3000 + b"1" + b"}" * 3000 + b"\n",
+            "arrays or inline tables nested too deeply to read (a few hundred levels at most)",
+        ),
+        (
+            b'[promote]\ntrunk = "main"\n' + b"# padding\n" * 110_000,
+            "larger than 1 MiB, the most promote reads from a configuration file",
+        ),
+    ],
+    ids=["latin-1 byte", "3000 nested arrays", "3000 nested inline tables", "over 1 MiB"],
+)
+def test_a_malformed_config_file_is_one_line_and_exit_2_through_the_cli(
+    fleet: Fleet, raw: bytes, expected: str
+) -> None:
+    path = fleet.work / "promote.toml"
+    path.write_bytes(raw)
+    for command in ("check", "test", "audit"):
+        result = run(fleet.work, command)
+        assert result.exit_code == 2, (command, result.output)
+        assert result.stdout == ""
+        assert result.stderr.splitlines() == [f"promote: error: {path}: {expected}"], command
+
+
+def test_a_malformed_pyproject_is_one_line_while_looking_for_the_config(fleet: Fleet) -> None:
+    (fleet.work / "promote.toml").unlink()
+    (fleet.work / "pyproject.toml").write_bytes(b'[project]\nname = "\xff"\n')
+    result = run(fleet.work, "check")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"promote: error: {fleet.work / 'pyproject.toml'}: not UTF-8 text (TOML must be): byte 0xff on line 2"
+    ]
+
+
+@pytest.mark.parametrize("name", ["/abs/outside", "../../x", "..", ".", ".hidden", "-x", "a/b", "a b", "a\\b", ""])
+def test_a_package_name_is_a_name_never_a_path(tmp_path: Path, name: str) -> None:
+    path = write(
+        tmp_path, f'[promote]\ntrunk = "main"\n[[promote.packages]]\nname = {name!r}\npath = "p"\n'.replace("'", '"')
+    )
+    message = error_of(path)
+    assert message.startswith(f"{path}: promote.packages[0].name: expected a package name: letters, digits, ")
+    assert "\n" not in message
+
+
+def test_package_names_of_every_allowed_character_load(tmp_path: Path) -> None:
+    body = '[promote]\ntrunk = "main"\n[[promote.packages]]\nname = "Sanctum_mlx-2.0"\npath = "p"\n'
+    assert config.load(write(tmp_path, body)).packages[0].name == "Sanctum_mlx-2.0"
+
+
+@pytest.mark.parametrize("hostile", ["absolute", "../../x"])
+def test_promote_test_with_a_path_for_a_package_name_writes_nothing_anywhere(
+    fleet: Fleet, tmp_path: Path, hostile: str
+) -> None:
+    # An absolute path inside tmp_path: should the refusal ever break, the debris stays in the test's own directory.
+    name = str(tmp_path / "outside") if hostile == "absolute" else hostile
+    (fleet.work / "pkg").mkdir()
+    (fleet.work / "pkg" / "test_a.py").write_text("def test_a():\n    pass\n")
+    fleet.config(f'[[promote.packages]]\nname = "{name}"\npath = "pkg"\n')
+    before = sorted(p for p in tmp_path.rglob("*") if ".git" not in p.parts)
+
+    result = run(fleet.work, "test")
+
+    assert result.exit_code == 2, result.output
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"promote: error: {fleet.work / 'promote.toml'}: promote.packages[0].name: expected ")
+    assert line.endswith(f", got {name!r}")
+    assert sorted(p for p in tmp_path.rglob("*") if ".git" not in p.parts) == before

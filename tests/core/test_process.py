@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -75,3 +79,59 @@ def test_a_configured_command_that_fails_is_one_sentence_naming_it(tmp_path: Pat
     assert (failure(missing) or "").startswith("`/nonexistent/tool` cannot be started: ")
     slow = run_command((sys.executable, "-c", "import time; time.sleep(30)"), cwd=tmp_path, timeout=0.5)
     assert (failure(slow) or "").endswith("did not finish in 0.5 s")
+
+
+def _daemon(pid_file: Path, holds: str = "2") -> str:
+    """Shell that leaves a `setsid sleep 30` behind, in a session of its own, holding fd `holds` of ours."""
+    others = " ".join(f"{fd}>/dev/null" for fd in ("1", "2") if fd != holds)
+    return f"setsid sleep 30 </dev/null {others} & echo $! > {pid_file}; "
+
+
+@pytest.fixture
+def daemons(tmp_path: Path) -> Iterator[list[Path]]:
+    """Pid files of the daemons a test leaves behind; each is killed by its pid afterwards."""
+    files: list[Path] = []
+    yield files
+    for f in files:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(f.read_text()), signal.SIGKILL)
+
+
+@pytest.mark.parametrize("holds", ["1", "2"])
+def test_a_command_that_exited_is_done_whatever_a_daemon_still_holds(
+    tmp_path: Path, daemons: list[Path], holds: str
+) -> None:
+    daemons.append(tmp_path / "daemon.pid")
+    script = _daemon(daemons[0], holds) + "echo out; echo 'error: said so' >&2; exit 5"
+    t0 = time.monotonic()
+    done = run_bounded(["sh", "-c", script], timeout=20)
+    took = time.monotonic() - t0
+    assert (done.status, done.stdout, done.stderr) == (5, "out\n", "error: said so\n")
+    assert took < 3, f"waited {took:.1f} s for a pipe the daemon holds"
+    assert _state(int(daemons[0].read_text())) != "Z", "the daemon is not ours to kill: it must still run"
+
+
+def test_a_timeout_with_a_daemon_holding_stderr_ends_at_the_limit(tmp_path: Path, daemons: list[Path]) -> None:
+    daemons.append(tmp_path / "daemon.pid")
+    t0 = time.monotonic()
+    done = run_bounded(["sh", "-c", _daemon(daemons[0]) + "echo started >&2; sleep 30"], timeout=1.0)
+    took = time.monotonic() - t0
+    assert done.status is None and done.stderr == "started\n"
+    assert took < 4, f"a 1 s limit took {took:.1f} s"
+
+
+def test_a_command_that_closed_its_pipes_and_runs_on_is_stopped_at_its_limit(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    done = run_bounded(["sh", "-c", "echo early; exec >/dev/null 2>&1; sleep 30"], timeout=1.0)
+    assert done.status is None and done.stdout == "early\n"
+    assert time.monotonic() - t0 < 4
+    quiet = run_bounded(["sh", "-c", "exec >/dev/null 2>&1; sleep 0.3; exit 7"], timeout=20)
+    assert quiet.status == 7
+
+
+def test_stdin_larger_than_a_pipe_goes_through_and_a_reader_that_stops_early_is_fine() -> None:
+    data = bytes(range(256)) * 8192  # 2 MiB: many times a pipe's buffer
+    done = run_bounded(["sh", "-c", "cat; echo done >&2"], stdin=data, timeout=60)
+    assert (done.status, done.output, done.stderr) == (0, data, "done\n")
+    early = run_bounded(["sh", "-c", "head -c 10 >/dev/null; exit 3"], stdin=data, timeout=60)
+    assert early.status == 3

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from promote.core.redact import Redactor, clean, printable, redact, secret_name
-from tests.helpers.cli import run
+from tests.helpers.cli import run, run_json
 from tests.helpers.gitrepos import Fleet, commit, git, make_fleet
 from tests.helpers.packages import write_package
 
@@ -122,3 +122,102 @@ def test_secrets_appear_in_no_output_file_page_or_history(tmp_path: Path, monkey
         for path in files:
             assert secret.encode() not in path.read_bytes(), (secret, path)
     assert "***" in tested.stdout
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://host/x.git?private_token=glpat-abc123", "http://host/x.git?private_token=***"),
+        ("https://h/x.git?ref=main&access_token=zz99zz", "https://h/x.git?ref=main&access_token=***"),
+        ("https://h/cb#access_token=abcd1234&state=xyz", "https://h/cb#access_token=***&state=xyz"),
+        ("https://blob/c/x?sv=2020-08-04&sig=AbC%2Fdef%3D&se=2030", "https://blob/c/x?sv=2020-08-04&sig=***&se=2030"),
+        (
+            "https://s3/x?X-Amz-Credential=AK%2F1&X-Amz-Signature=dead",
+            "https://s3/x?X-Amz-Credential=***&X-Amz-Signature=***",
+        ),
+        ("https://h/x?key=k3y&password=pw0rd&api_key=a1", "https://h/x?key=***&password=***&api_key=***"),
+        ("https://h/x?page=2&sort=name#top", "https://h/x?page=2&sort=name#top"),
+    ],
+)
+def test_secret_looking_parameters_of_a_url_query_or_fragment_are_hidden(url: str, shown: str) -> None:
+    assert redact(f"fatal: unable to access '{url}': 403") == f"fatal: unable to access '{shown}': 403"
+    assert Redactor().search(url) is (url != shown)
+
+
+def test_a_secret_of_several_lines_is_hidden_line_by_line() -> None:
+    key = PEM.strip()
+    body = key.splitlines()[1:-1]
+    shown_by_pytest = "\n".join(f"E     - {line}" for line in key.splitlines())
+    out = Redactor([key + "\n"])(f"E   AssertionError: assert {key[:50]!r} == 'x'\n{shown_by_pytest}")
+    assert not any(line in out for line in body)
+    assert out.splitlines()[1:] == ["E     - ***"] * len(key.splitlines())
+    # A line shorter than 4 characters would hide every occurrence of a common word: it stays.
+    assert Redactor(["first-line\nab\n"])("ab first-line") == "ab ***"
+
+
+PEM = """
+-----BEGIN OPENSSH PRIVATE KEY-----
+b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW
+QyNTUxOQAAACDxq3QrGd1+hD4Kf9rX7Jc2mT0pVwYlS8nE6uBzA1oIqwAAAJhk0x3vZNMd
+7wAAAAtzc2gtZWQyNTUxOQAAACDxq3QrGd1+hD4Kf9rX7Jc2mT0pVwYlS8nE6uBzA1oIqw
+-----END OPENSSH PRIVATE KEY-----
+"""
+
+PEM_SUITE = {
+    "test_key.py": """
+        import os
+
+        def test_the_deploy_key_is_the_expected_one():
+            assert os.environ["DEPLOY_KEY_PEM"] == "not the key"
+    """,
+}
+
+
+def test_a_pem_key_shown_by_a_failing_assert_is_in_no_output_file_or_page(tmp_path: Path) -> None:
+    fleet = make_fleet(tmp_path, names=("origin",))
+    write_package(fleet.work, "pkg", PEM_SUITE)
+    # A TOML multi-line string: the key, line by line, as a deploy key is pasted into a config.
+    fleet.config(
+        f'[[promote.packages]]\nname = "pkg"\npath = "pkg"\n[promote.packages.env]\nDEPLOY_KEY_PEM = """{PEM}"""\n'
+    )
+    commit(fleet.work, "package")
+    git(fleet.work, "push", "-q", "origin", "main")
+    lines = PEM.strip().splitlines()
+
+    tested = run(fleet.work, "test")
+    audited = run(fleet.work, "audit", "--json")
+
+    assert tested.exit_code == 1 and audited.exit_code == 1, tested.output + audited.output
+    log = next((fleet.work / ".promote").rglob("pytest.log")).read_text()
+    assert lines[1] in log, "pytest itself must have shown the key (its log is kept raw) for this test to mean anything"
+    files = [p for p in (fleet.work / ".promote").rglob("*") if p.is_file() and p.suffix != ".log"]
+    for kind in ("results-", "progress-", "junit.xml", "run.json", "evidence.md", "evidence.html", "history.sqlite"):
+        assert any(p.name.startswith(kind) for p in files), kind
+    for text in (tested.stdout, tested.stderr, audited.stdout, audited.stderr):
+        assert not any(line in text for line in lines)
+    for path in files:
+        data = path.read_bytes()
+        assert not any(line.encode() in data for line in lines), path
+    assert "***" in (next((fleet.work / ".promote").rglob("junit.xml"))).read_text()
+
+
+def test_a_token_in_a_mirror_urls_query_string_is_hidden_in_checks_table_findings_and_json(fleet: Fleet) -> None:
+    token = "glpat-Q7mZ2xK9vR4tY8wL"
+    # http mirrors nobody answers on (port 9): git names the URL in its complaint, promote in its report.
+    (fleet.work / "promote.toml").write_text(
+        '[promote]\ntrunk = "main"\nmirror_timeout_s = 10\n'
+        f'[promote.mirrors]\norigin = "{fleet.mirrors["origin"]}"\nstation = "http://127.0.0.1:9/s.git?private_token={token}"\n'
+        f'laptop = "https://127.0.0.1:9/s.git?ref=main#access_token={token}"\n'
+    )
+    commit(fleet.work, "feature")
+
+    table = run(fleet.work, "check")
+    code, report = run_json(fleet.work, "check")
+
+    assert table.exit_code == code == 3, table.output
+    assert token not in table.output and token not in json.dumps(report)
+    mirrors = {m["name"]: m for m in report["mirrors"]}
+    assert mirrors["station"]["url"] == "http://127.0.0.1:9/s.git?private_token=***"
+    assert mirrors["laptop"]["url"] == "https://127.0.0.1:9/s.git?ref=main#access_token=***"
+    assert {f["subject"] for f in report["findings"] if f["check"] == "mirror-unreachable"} == {"station", "laptop"}
+    assert "private_token=***" in table.stdout

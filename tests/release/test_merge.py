@@ -365,3 +365,61 @@ def test_two_merges_at_once_the_second_waits_or_names_the_holder(fleet: Fleet, m
     assert waited.exit_code == 0, waited.output
     assert waited.stdout.splitlines()[0] == f"main already at {candidate[:7]} on every mirror; nothing pushed"
     assert {fleet.head(m) for m in fleet.mirrors} == {candidate}
+
+
+def linked_feature(fleet: Fleet) -> tuple[Path, str]:
+    """A linked worktree on a new branch `feat` with one commit on top of main; (its path, that commit)."""
+    linked = fleet.root / "linked"
+    git(fleet.work, "worktree", "add", "-q", "-b", "feat", str(linked))
+    return linked, commit(linked, "feature in linked")
+
+
+def test_merge_from_a_linked_worktree_never_moves_main_under_edits_in_the_main_worktree(fleet: Fleet) -> None:
+    linked, candidate = linked_feature(fleet)
+    local = git(fleet.work, "rev-parse", "main")
+    edited = fleet.work / "first.txt"
+    edited.write_text("work in progress\n")
+
+    result = run(linked, "merge", "--candidate", "feat")
+
+    assert result.exit_code == 0, result.output
+    assert {fleet.head(m) for m in fleet.mirrors} == {candidate}, "the mirrors still advance"
+    assert git(fleet.work, "rev-parse", "main") == local
+    assert edited.read_text() == "work in progress\n"
+    assert git(fleet.work, "status", "--porcelain", "--untracked-files=no") == "M first.txt"
+    assert (
+        f"local main left at {local[:7]}: the worktree {fleet.work}, which has main checked out, has changes"
+        in result.stdout.splitlines()
+    )
+
+
+def test_a_clean_worktree_that_has_main_checked_out_is_fast_forwarded_there(fleet: Fleet) -> None:
+    linked, candidate = linked_feature(fleet)
+    local = git(fleet.work, "rev-parse", "main")
+
+    code, report = run_json(linked, "merge", "--candidate", "feat")
+
+    assert (code, report["verdict"]) == (0, "merged")
+    assert report["local"] == f"local main fast-forwarded {local[:7]} to {candidate[:7]}"
+    assert git(fleet.work, "rev-parse", "main") == candidate
+    # Moved by a merge in that worktree, not under it: its index and files are the candidate's.
+    assert git(fleet.work, "status", "--porcelain", "--untracked-files=no") == ""
+    assert (fleet.work / "feature_in_linked.txt").read_text() == "feature in linked"
+
+
+def test_main_in_the_middle_of_a_rebase_in_another_worktree_is_left_alone(fleet: Fleet) -> None:
+    linked, candidate = linked_feature(fleet)
+    local = git(fleet.work, "rev-parse", "main")
+    # An interactive rebase stopped to edit main's last commit: HEAD is detached there, main is in use.
+    editor = fleet.root / "edit-every-commit"
+    editor.write_text('#!/bin/sh\nsed "s/^pick/edit/" "$1" > "$1.new" && mv "$1.new" "$1"\n')
+    editor.chmod(0o755)
+    env = {**os.environ, "GIT_SEQUENCE_EDITOR": str(editor)}
+    subprocess.run(["git", "rebase", "-q", "-i", "HEAD~1"], cwd=fleet.work, env=env, check=True, capture_output=True)
+
+    result = run(linked, "merge", "--candidate", "feat")
+
+    assert result.exit_code == 0, result.output
+    assert {fleet.head(m) for m in fleet.mirrors} == {candidate}
+    assert git(fleet.work, "rev-parse", "main") == local
+    assert f"the worktree {fleet.work}, which has main checked out, is in the middle of a rebase" in result.stdout
