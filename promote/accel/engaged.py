@@ -14,9 +14,15 @@ TOO_FAST = 0.25
 
 def grouped(reasons: tuple[tuple[str, int], ...], limit: int = 2) -> str:
     """`RuntimeError: x ×3; temperature 0.8 > 0 ×1` (the most frequent first)."""
-    shown = "; ".join(f"{r} ×{n}" if n > 1 or len(reasons) > 1 else r for r, n in reasons[:limit])
+    # One reason needs no count: the sentence around it gives the total.
+    shown = "; ".join(f"{r} ×{n}" if len(reasons) > 1 else r for r, n in reasons[:limit])
     more = len(reasons) - limit
     return shown + (f"; {more} other reason{'s' if more > 1 else ''}" if more > 0 else "")
+
+
+def secs(v: float) -> str:
+    """Seconds as a person reads them: `0.052 s`, or `0.021 ms` for what took no time at all."""
+    return f"{v:.3f} s" if v >= 0.001 else f"{v * 1000:.3f} ms"
 
 
 def share(name: str, t: Tally) -> str:
@@ -69,9 +75,9 @@ def _work_s(sweep: SweepResult) -> float | None:
 def _failed(name: str, c: SweepClass, work_s: float | None) -> Finding:
     t = c.seat
     assert t.failed_s is not None
-    text = f"{name}: {t.failed} of {t.requests} at {c.label} failed in a median {t.failed_s:.3f} s"
+    text = f"{name}: {t.failed} of {t.requests} at {c.label} failed in a median {secs(t.failed_s)}"
     if work_s is not None and t.failed_s < TOO_FAST * work_s:
-        text += f" (a request it worked on took {work_s:.3f} s): too fast to be work, a decision"
+        text += f" (a request it worked on took {secs(work_s)}): too fast to be work, a decision"
     reason = t.failed_reasons[0][0] if t.failed_reasons else None
     text += f"; {grouped(t.failed_reasons)}. An acceleration may decline a request, never fail one"
     return Finding("acceleration-failed-request", "error", c.label, text, reason)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from promote.accel.engaged import grouped, share
+from promote.accel.engaged import grouped, secs, share
 from promote.accel.ledger import Engagement, Tally
 from promote.accel.model import AccelResult, BenchResult, ParityResult, SwitchRun
 from promote.accel.sweep import SweepResult
@@ -119,7 +119,7 @@ SWEEP_HEADER = ("Request class", "Sent", "Served", "Declined", "Failed", "Answer
 
 
 def _median(label: str, v: float | None) -> str | None:
-    return None if v is None else f"{label} {v:.3f}"
+    return None if v is None else f"{label} {secs(v)}"
 
 
 def sweep_table(s: SweepResult | None) -> list[list[str]]:
