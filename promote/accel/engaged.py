@@ -13,9 +13,9 @@ TOO_FAST = 0.25
 
 
 def grouped(reasons: tuple[tuple[str, int], ...], limit: int = 2) -> str:
-    """`RuntimeError: x ×3; temperature 0.8 > 0 ×1` (the most frequent first)."""
+    """`RuntimeError: x (3); temperature 0.8 > 0 (1)`: the most frequent first, each with its count."""
     # One reason needs no count: the sentence around it gives the total.
-    shown = "; ".join(f"{r} ×{n}" if len(reasons) > 1 else r for r, n in reasons[:limit])
+    shown = "; ".join(f"{r} ({n})" if len(reasons) > 1 else r for r, n in reasons[:limit])
     more = len(reasons) - limit
     return shown + (f"; {more} other reason{'s' if more > 1 else ''}" if more > 0 else "")
 

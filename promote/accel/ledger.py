@@ -82,7 +82,7 @@ def _round(v: float | None) -> float | None:
     return None if v is None else round(v, 6)
 
 
-def _entry(line: str, accel: str) -> Entry | None | Literal[False]:
+def _entry(line: str, accel: str) -> Entry | Literal[False] | None:
     """The line's entry; None for another path's line; False for a line that is not a ledger line."""
     try:
         raw = json.loads(line)

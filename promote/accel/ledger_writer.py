@@ -15,9 +15,7 @@ LEDGER_ENV = "PROMOTE_LEDGER"
 OUTCOMES = ("served", "declined", "failed")
 
 
-def record(
-    accel: str, outcome: str, *, reason: str | None = None, seconds: float, request: dict[str, object]
-) -> None:
+def record(accel: str, outcome: str, *, reason: str | None = None, seconds: float, request: dict[str, object]) -> None:
     """Append the request's outcome when promote asked for a ledger; never raises for want of one."""
     path = os.environ.get(LEDGER_ENV)
     if not path:

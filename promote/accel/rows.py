@@ -47,7 +47,9 @@ def _covers(e: Engagement | None, measured: bool, what: str) -> str:
     on = e.on
     if on.served == 0:
         return f"; vacuous: the path served 0 of {on.requests} requests"
-    return f"; {what} covers {on.served} of {on.requests} requests" + (f" ({_unreadable(on)})" if on.unparseable else "")
+    return f"; {what} covers {on.served} of {on.requests} requests" + (
+        f" ({_unreadable(on)})" if on.unparseable else ""
+    )
 
 
 def _unreadable(t: Tally) -> str:
@@ -123,7 +125,7 @@ def _median(label: str, v: float | None) -> str | None:
 
 
 def sweep_table(s: SweepResult | None) -> list[list[str]]:
-    """The sweep's classes × outcomes with the switch on (what the seat counted; elsewhere from the caller's view)."""
+    """The sweep's classes by outcome with the switch on (what the seat counted; elsewhere from the caller's view)."""
     if s is None or s.error is not None:
         return []
     out = []

@@ -48,10 +48,14 @@ def kill_switch(
     config: Config, accel: AccelerationConfig, on_progress: ProgressCallback | None = None
 ) -> tuple[SwitchResult, tuple[RunResult, ...]]:
     """Run the package's tests with the switch off, then on (each a stored run, each with a ledger of its own)."""
+    engaged: Engagement | None
     with fresh("switch") as tmp:
         off, run_off = run_way(config, accel, accel.switch.off, on_progress, tmp / "off.jsonl")
         on, run_on = run_way(config, accel, accel.switch.on, on_progress, tmp / "on.jsonl")
         engaged = Engagement(read_tally(tmp / "off.jsonl", accel.name), read_tally(tmp / "on.jsonl", accel.name))
+    if any(ran_on(p) is not None for r in (run_off, run_on) for p in r.packages):
+        # The tests ran on another station: their ledger was written there, and an empty one here proves nothing.
+        engaged = None
     return SwitchResult(accel.switch.env, off, on, engaged), (run_off, run_on)
 
 

@@ -105,8 +105,12 @@ def _sweep(p: Parser, raw: object, where: str) -> SweepConfig:
     command = _command(p, tbl, "command", where)
     if command is None or not any("{out}" in arg for arg in command):
         expected = "a command writing what the caller saw to {out}, one JSON line per request"
-        raise p.fail(f"{where}.command", expected, None if command is None else list(command), show_got=command is not None)
-    group_by = p.get(tbl, "group_by", where, lambda v: _is_str_list(v) and bool(v), "a non-empty list of request parameters", None)
+        raise p.fail(
+            f"{where}.command", expected, None if command is None else list(command), show_got=command is not None
+        )
+    group_by = p.get(
+        tbl, "group_by", where, lambda v: _is_str_list(v) and bool(v), "a non-empty list of request parameters", None
+    )
     return SweepConfig(
         command=command,
         group_by=None if group_by is None else tuple(group_by),

@@ -47,7 +47,8 @@ def answer(request):
         except RuntimeError as e:
             reason = f"RuntimeError: {e}"
     elif MODE == "fails-hot" and t > 0:
-        ledger.record("Fast", "failed", reason=f"503: temperature {t} is not served", seconds=time.perf_counter() - started, request=request)
+        reason = f"503: temperature {t} is not served"
+        ledger.record("Fast", "failed", reason=reason, seconds=time.perf_counter() - started, request=request)
         raise Unavailable("503")
     else:
         time.sleep(0.05)  # the path's own work
@@ -79,7 +80,8 @@ def sweep(out):
                     ok, error = True, None
                 except Unavailable as e:
                     ok, error = False, f"Unavailable: {e}"
-                f.write(json.dumps({"request": request, "ok": ok, "error": error, "seconds": time.perf_counter() - started}) + "\\n")
+                seconds = time.perf_counter() - started
+                f.write(json.dumps({"request": request, "ok": ok, "error": error, "seconds": seconds}) + "\\n")
 
 
 if __name__ == "__main__":
@@ -88,7 +90,8 @@ if __name__ == "__main__":
         if os.environ.get("PATH_GARBAGE") and os.environ.get("PROMOTE_LEDGER"):
             with open(os.environ["PROMOTE_LEDGER"], "a") as f:
                 f.write("not json\\n[1, 2]\\n" + json.dumps({"accel": "Fast", "outcome": "exploded"}) + "\\n")
-                f.write(json.dumps({"accel": "Other", "outcome": "served", "reason": None, "seconds": 1, "request": {}}) + "\\n")
+                other = {"accel": "Other", "outcome": "served", "reason": None, "seconds": 1, "request": {}}
+                f.write(json.dumps(other) + "\\n")
         tokens = [answer({"prompt": p, "temperature": 0.0}) for p in ([1, 2], [3, 4], [5, 6])]
         open(sys.argv[2], "w").write(json.dumps(tokens))
     elif what == "bench":
@@ -125,8 +128,15 @@ def workspace(root: Path, mode: str, *, ledger: bool = True, steps: tuple[str, .
     if "sweep" in steps:
         lines.append(f'sweep = {{ command = [{PY}, "path.py", "sweep", "{{out}}"], group_by = ["temperature"] }}')
     env = f'env = {{ PATH_MODE = "{mode}" }}\n'
-    config.write_text(config.read_text().replace('workers = 1\n', f"workers = 1\n{env}") + "\n".join(lines) + "\n")
+    config.write_text(config.read_text().replace("workers = 1\n", f"workers = 1\n{env}") + "\n".join(lines) + "\n")
     return root
+
+
+def accel_json(root: Path, *args: str) -> tuple[int, dict]:
+    """`promote accel --json`, checked against the schema it ships with."""
+    code, data = run_json(root, "accel", *args)
+    jsonschema.validate(data, json.loads(files("promote").joinpath("schemas/accel.schema.json").read_text("utf-8")))
+    return code, data
 
 
 def by_check(data: dict) -> dict[str, list[dict]]:
@@ -138,7 +148,7 @@ def by_check(data: dict) -> dict[str, list[dict]]:
 
 def test_a_path_that_declines_everything_makes_parity_bench_and_switch_vacuous(tmp_path: Path) -> None:
     workspace(tmp_path, "declines-all")
-    code, data = run_json(tmp_path, "accel")
+    code, data = accel_json(tmp_path)
     [accel] = data["accelerations"]
     # Today's measurements stand: the outputs are identical, the bench ran...
     assert accel["parity"]["verdict"] == "identical"
@@ -169,18 +179,20 @@ def test_a_path_that_declines_everything_makes_parity_bench_and_switch_vacuous(t
 
 def test_a_path_that_serves_everything_it_is_given_has_its_share_stated(tmp_path: Path) -> None:
     workspace(tmp_path, "serves-all")
-    code, data = run_json(tmp_path, "accel", "--no-bench")
+    code, data = accel_json(tmp_path, "--no-bench")
     [accel] = data["accelerations"]
     assert (accel["parity"]["ledger"]["on"]["served"], accel["parity"]["ledger"]["off"]["served"]) == (3, 0)
     assert accel["switch"]["ledger"]["on"]["served"] == 1
     assert not {"parity-vacuous", "switch-vacuous", "ledger-missing"} & set(by_check(data))
     assert code == 0
-    assert "bitwise identical over 3 tokens; parity covers 3 of 3 requests" in run(tmp_path, "accel", "--no-bench").stdout
+    assert (
+        "bitwise identical over 3 tokens; parity covers 3 of 3 requests" in run(tmp_path, "accel", "--no-bench").stdout
+    )
 
 
 def test_a_path_that_fails_one_class_fast_while_a_fallback_answers_is_named_by_class(tmp_path: Path) -> None:
     workspace(tmp_path, "fails-hot", steps=("sweep",))
-    code, data = run_json(tmp_path, "accel")
+    code, data = accel_json(tmp_path)
     [accel] = data["accelerations"]
     classes = {c["label"]: c for c in accel["sweep"]["classes"]}
     assert accel["sweep"]["group_by"] == ["temperature"]
@@ -213,7 +225,7 @@ def test_a_path_that_fails_one_class_fast_while_a_fallback_answers_is_named_by_c
 
 def test_a_path_that_writes_no_ledger_keeps_todays_results_with_ledger_missing(tmp_path: Path) -> None:
     workspace(tmp_path, "declines-all", ledger=False)
-    code, data = run_json(tmp_path, "accel", "--no-bench")
+    code, data = accel_json(tmp_path, "--no-bench")
     [accel] = data["accelerations"]
     assert accel["parity"]["verdict"] == "identical"
     assert accel["ledger"] == {"lines": 0, "measured": False}
@@ -227,7 +239,9 @@ def test_a_path_that_writes_no_ledger_keeps_todays_results_with_ledger_missing(t
 def test_garbage_ledger_lines_are_counted_and_reported_never_fatal(tmp_path: Path) -> None:
     workspace(tmp_path, "serves-all", steps=("parity",))
     config = tmp_path / "promote.toml"
-    config.write_text(config.read_text().replace('PATH_MODE = "serves-all"', 'PATH_MODE = "serves-all", PATH_GARBAGE = "1"'))
+    config.write_text(
+        config.read_text().replace('PATH_MODE = "serves-all"', 'PATH_MODE = "serves-all", PATH_GARBAGE = "1"')
+    )
     result = run(tmp_path, "accel", "--json")
     assert "Traceback" not in result.stderr
     on = json.loads(result.stdout)["accelerations"][0]["parity"]["ledger"]["on"]
@@ -276,7 +290,7 @@ def test_the_sweeps_two_arms_run_at_the_same_time(tmp_path: Path) -> None:
         config.read_text() + '[[promote.accelerations]]\nname = "Fast"\nswitch = { env = "FAST" }\n'
         f'sweep = {{ command = [{PY}, "slow.py", "{{out}}"] }}\n'
     )
-    code, data = run_json(tmp_path, "accel")
+    code, data = accel_json(tmp_path)
     (off_start, off_end), (on_start, on_end) = (json.loads((tmp_path / f"span-{v}").read_text()) for v in "01")
     assert on_start < off_end and off_start < on_end  # the two arms' runs overlap
     sweep = data["accelerations"][0]["sweep"]

@@ -26,9 +26,10 @@ FIXTURE = "tests/conftest.py::target_27b"
 CI = ".github/workflows/ci.yml"
 
 # (check, severity, subject, cause) of every finding the audit of the example must make, and no other.
+REFUSAL = "503: temperature 0.4 > 0 is not served while DFlash2 is on"
 POLICY = "tests/test_dflash2_policy.py::test_a_failing_drafter_costs_speed_not_the_answer"
 EXPECTED = [
-    ("acceleration-failed-request", "error", "temperature=0.4", "503: temperature 0.4 > 0 is not served while DFlash2 is on"),
+    ("acceleration-failed-request", "error", "temperature=0.4", REFUSAL),
     ("ci-filtered", "error", f"{CI}: job test: --ignore=tests/test_checkpoint.py",
      f"--ignore=tests/test_checkpoint.py in job `test` of {CI}"),
     ("ci-unreachable-runner", "error", f"{CI}: job parity-on-metal", None),
