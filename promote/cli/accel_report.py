@@ -8,7 +8,7 @@ from promote.cli.render import findings_lines
 
 VERDICTS = {
     "holds": "every accelerated path holds",
-    "broken": "BROKEN: a kill switch, parity or what the path itself served fails",
+    "broken": "BROKEN: a kill switch or parity fails, or the path's ledger or the sweep contradicts its evidence",
     "undecided": "UNDECIDED: some evidence could not be decided",
 }
 

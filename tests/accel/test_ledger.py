@@ -299,3 +299,18 @@ def test_the_sweeps_two_arms_run_at_the_same_time(tmp_path: Path) -> None:
     assert sweep["classes"][0]["answered_elsewhere"] is None
     assert [f["check"] for f in data["findings"]] == ["ledger-missing"]
     assert code == 0
+
+
+def test_a_sweep_without_out_or_with_an_unknown_key_names_the_key(tmp_path: Path) -> None:
+    config = write_config(tmp_path, [])
+    head = config.read_text() + '[[promote.accelerations]]\nname = "Fast"\nswitch = { env = "FAST" }\n'
+    config.write_text(head + 'sweep = { command = ["python", "sweep.py"] }\n')
+    result = run(tmp_path, "accel")
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert "promote.accelerations[0].sweep.command: expected a command writing what the caller saw to {out}" in (
+        result.stderr
+    )
+    config.write_text(head + 'sweep = { command = ["python", "sweep.py", "{out}"], group = ["temperature"] }\n')
+    result = run(tmp_path, "accel")
+    assert result.exit_code == 2
+    assert "promote.accelerations[0].sweep.group: unknown key; did you mean 'group_by'?" in result.stderr
