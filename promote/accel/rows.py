@@ -44,12 +44,13 @@ def _covers(e: Engagement | None, measured: bool, what: str) -> str:
         return ""
     if not measured:
         return f"; {NOT_MEASURED}"
-    on = e.on
+    on, off = e.on, e.off
+    # The off arm too: a path that still serves with its switch off is not switched off.
+    off_text = f"switched off it served {off.served} of {off.requests}"
     if on.served == 0:
-        return f"; vacuous: the path served 0 of {on.requests} requests"
-    return f"; {what} covers {on.served} of {on.requests} requests" + (
-        f" ({_unreadable(on)})" if on.unparseable else ""
-    )
+        return f"; vacuous: the path served 0 of {on.requests} requests ({off_text})"
+    notes = [off_text, *([_unreadable(on)] if on.unparseable else [])]
+    return f"; {what} covers {on.served} of {on.requests} requests ({'; '.join(notes)})"
 
 
 def _unreadable(t: Tally) -> str:

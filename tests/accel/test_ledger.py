@@ -185,9 +185,8 @@ def test_a_path_that_serves_everything_it_is_given_has_its_share_stated(tmp_path
     assert accel["switch"]["ledger"]["on"]["served"] == 1
     assert not {"parity-vacuous", "switch-vacuous", "ledger-missing"} & set(by_check(data))
     assert code == 0
-    assert (
-        "bitwise identical over 3 tokens; parity covers 3 of 3 requests" in run(tmp_path, "accel", "--no-bench").stdout
-    )
+    text = run(tmp_path, "accel", "--no-bench").stdout
+    assert "bitwise identical over 3 tokens; parity covers 3 of 3 requests (switched off it served 0 of 3)" in text
 
 
 def test_a_path_that_fails_one_class_fast_while_a_fallback_answers_is_named_by_class(tmp_path: Path) -> None:
@@ -248,7 +247,10 @@ def test_garbage_ledger_lines_are_counted_and_reported_never_fatal(tmp_path: Pat
     # Three lines that are not ledger lines; another path's line is not this path's and is not counted at all.
     assert (on["served"], on["unparseable"]) == (3, 3)
     assert result.exit_code == 0
-    assert "parity covers 3 of 3 requests (3 unparseable ledger lines)" in run(tmp_path, "accel").stdout
+    assert (
+        "parity covers 3 of 3 requests (switched off it served 0 of 3; 3 unparseable ledger lines)"
+        in run(tmp_path, "accel").stdout
+    )
 
 
 def test_each_line_the_paths_write_is_a_valid_ledger_line(tmp_path: Path) -> None:

@@ -126,7 +126,7 @@ def test_the_demo_finds_every_planted_problem_at_its_cause_and_nothing_else(tmp_
     assert [f for f in found if f[0] != "os-unvalidated"] == EXPECTED
     accel = next(s for s in doc["sections"] if s["key"] == "accelerations")
     # DFlash2 declines properly in parity: its own ledger says it served every parity request.
-    parity = "bitwise identical over 72 tokens; parity covers 3 of 3 requests"
+    parity = "bitwise identical over 72 tokens; parity covers 3 of 3 requests (switched off it served 0 of 3)"
     assert ["Numeric parity", parity] in accel["data"][0]["rows"]
     md = (page.parent / "evidence.md").read_text()
     assert f"| Numeric parity | {parity} |" in md
