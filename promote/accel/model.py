@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from promote.accel.ledger import Engagement
 from promote.core.findings import Finding
 from promote.core.stats import MedianInterval
+
+if TYPE_CHECKING:
+    from promote.accel.sweep import SweepResult
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,7 @@ class ParityResult:
     error: str | None = None  # one line naming the command, when the verdict is error
     atol: float = 0.0
     rtol: float = 0.0
+    engagement: Engagement | None = None  # what the path counted in each arm (None: the command did not finish)
 
     @property
     def proven(self) -> bool:
@@ -33,7 +39,7 @@ class ParityResult:
             "verdict": self.verdict, "max_abs_diff": self.max_abs_diff, "max_ulp": self.max_ulp,
             "mismatched": self.mismatched, "total": self.total, "first_mismatch": self.first_mismatch,
             "tokens": self.tokens, "tokens_flipped": self.tokens_flipped, "atol": self.atol, "rtol": self.rtol,
-            "error": self.error,
+            "error": self.error, "ledger": None if self.engagement is None else self.engagement.to_json(),
         }  # fmt: skip
 
 
@@ -85,6 +91,7 @@ class BenchResult:
     imbalance: str | None = None  # the arms ran under different load: the machine was not the same
     baseline_ref: str | None = None
     error: str | None = None
+    engagement: Engagement | None = None  # off = the baseline arm, on = the candidate arm
 
     def to_json(self) -> dict[str, object]:
         iv = self.interval
@@ -100,6 +107,7 @@ class BenchResult:
             "load_imbalance": self.imbalance,
             "baseline_ref": self.baseline_ref,
             "error": self.error,
+            "ledger": None if self.engagement is None else self.engagement.to_json(),
         }
 
 
@@ -121,13 +129,15 @@ class SwitchResult:
     env: str
     off: SwitchRun
     on: SwitchRun
+    engagement: Engagement | None = None
 
     @property
     def holds(self) -> bool:
         return self.off.outcomes.keys() == self.on.outcomes.keys() and not broken(self)
 
     def to_json(self) -> dict[str, object]:
-        return {"env": self.env, "off": self.off.to_json(), "on": self.on.to_json()}
+        ledger = None if self.engagement is None else self.engagement.to_json()
+        return {"env": self.env, "off": self.off.to_json(), "on": self.on.to_json(), "ledger": ledger}
 
 
 def broken(switch: SwitchResult) -> list[tuple[str, str]]:
@@ -170,6 +180,14 @@ class AccelResult:
     findings: tuple[Finding, ...]
     off: str = "0"  # the switch's values, for the page's wording
     on: str = "1"
+    sweep: SweepResult | None = None
+
+    @property
+    def ledger_lines(self) -> int:
+        """Every ledger line any step's arms got from this path: 0 means its engagement was not measured."""
+        steps = [self.switch, self.parity, self.bench]
+        counted = sum(s.engagement.lines for s in steps if s is not None and s.engagement is not None)
+        return counted + (0 if self.sweep is None else self.sweep.ledger_lines)
 
     def to_json(self) -> dict[str, object]:
         switch: dict[str, object] = {"env": self.env, "off": None, "on": None, "error": self.switch_error}
@@ -181,6 +199,8 @@ class AccelResult:
             "switch": switch,
             "parity": None if self.parity is None else self.parity.to_json(),
             "bench": None if self.bench is None else self.bench.to_json(),
+            "sweep": None if self.sweep is None else self.sweep.to_json(),
+            "ledger": {"lines": self.ledger_lines, "measured": self.ledger_lines > 0},
             "stations": [s.to_json() for s in self.stations],
             "findings": [f.to_json() for f in self.findings],
         }

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from promote.accel.commands import CommandError, arm, run, shown
+from promote.accel.ledger import LEDGER_ENV, Engagement, read_tally
 from promote.accel.model import ParityResult
 from promote.config.model import AccelerationConfig, Config, ParityConfig
 
@@ -24,6 +26,8 @@ def check_parity(config: Config, accel: AccelerationConfig, parity: ParityConfig
             out.parent.mkdir()
             argv = [a.replace("{out}", str(out)) for a in parity.command]
             a = arm(config, accel, f"switch {way}: {accel.switch.env}={value}", argv, value)
+            # A fresh ledger per arm: the path's own count of what it served in this run, and only this run.
+            a = replace(a, env={**a.env, LEDGER_ENV: str(out.parent / "ledger.jsonl")})
             try:
                 run(a, timeout_s=parity.timeout_s)
                 outputs[way] = arrays.read_output(arrays.locate(out))
@@ -36,7 +40,8 @@ def check_parity(config: Config, accel: AccelerationConfig, parity: ParityConfig
             result = arrays.compare(outputs["off"], outputs["on"], atol=parity.atol, rtol=parity.rtol)
         except arrays.OutputError as e:
             return _error(f"`{shown(parity.command)}`: {e}", parity)
-    return ParityResult(**{**result.__dict__, "atol": parity.atol, "rtol": parity.rtol})
+        engaged = Engagement(*(read_tally(Path(tmp) / way / "ledger.jsonl", accel.name) for way in ("off", "on")))
+    return ParityResult(**{**result.__dict__, "atol": parity.atol, "rtol": parity.rtol, "engagement": engaged})
 
 
 def _error(line: str, parity: ParityConfig) -> ParityResult:

@@ -2,29 +2,71 @@
 
 from __future__ import annotations
 
+from promote.accel.engaged import grouped, secs, share
+from promote.accel.ledger import Engagement, Tally
 from promote.accel.model import AccelResult, BenchResult, ParityResult, SwitchRun
+from promote.accel.sweep import SweepResult
+
+NOT_MEASURED = "engagement not measured (no ledger)"
 
 
 def rows(r: AccelResult) -> list[tuple[str, str]]:
     switch_off, switch_on = r.off, r.on
+    measured = r.ledger_lines > 0
     out = []
     if r.switch is not None:
         off, on = r.switch.off, r.switch.on
         out.append((f"Kill switch `{r.env}={switch_off}`", f"{_tests(off)} off, {_tests(on)} on ({r.env}={switch_on})"))
+        if measured and r.switch.engagement is not None:
+            out.append((f"Served, tests with `{r.env}={switch_on}`", share(r.name, r.switch.engagement.on)))
     elif r.switch_error:
         out.append((f"Kill switch `{r.env}={switch_off}`", f"not run: {r.switch_error}"))
     if r.parity is not None:
-        out.append(("Numeric parity", parity_text(r.parity)))
+        out.append(("Numeric parity", parity_text(r.parity) + _covers(r.parity.engagement, measured, "parity")))
     if r.bench is not None:
-        out.append(("Speedup, interleaved A/B", bench_text(r.bench)))
+        out.append(("Speedup, interleaved A/B", _bench_served(r.name, r.bench, measured)))
         if r.bench.imbalance:
             out.append(("Load", r.bench.imbalance))
+    if r.sweep is not None:
+        out.append(("Sweep, requests through the front door", sweep_text(r.sweep, measured)))
+    if not measured and (r.switch or r.parity or r.bench or r.sweep):
+        out.append(("What the path served", NOT_MEASURED))
     for s in r.stations:
         if s.validated is not None:
             verdict = "" if s.validated else ": not among the builds it was validated on"
             build = f"{s.os_build or 'unknown OS build'} ({s.name}){verdict}"
             out.append(("Validated on" if s.validated else "Ran on", build))
     return out
+
+
+def _covers(e: Engagement | None, measured: bool, what: str) -> str:
+    if e is None:
+        return ""
+    if not measured:
+        return f"; {NOT_MEASURED}"
+    on, off = e.on, e.off
+    # The off arm too: a path that still serves with its switch off is not switched off.
+    off_text = f"switched off it served {off.served} of {off.requests}"
+    if on.served == 0:
+        return f"; vacuous: the path served 0 of {on.requests} requests ({off_text})"
+    notes = [off_text, *([_unreadable(on)] if on.unparseable else [])]
+    return f"; {what} covers {on.served} of {on.requests} requests ({'; '.join(notes)})"
+
+
+def _unreadable(t: Tally) -> str:
+    return f"{t.unparseable} unparseable ledger line{'s' if t.unparseable > 1 else ''}"
+
+
+def _bench_served(name: str, b: BenchResult, measured: bool) -> str:
+    text = bench_text(b)
+    if b.engagement is None:
+        return text
+    if not measured:
+        return f"{text}; {NOT_MEASURED}"
+    on = b.engagement.on
+    if on.served == 0:
+        return f"not a measurement of {name}: it served 0 of {on.requests} requests in the candidate arm (timed {text})"
+    return f"{text}; the candidate arm's path served {on.served} of {on.requests} requests"
 
 
 def _tests(run: SwitchRun) -> str:
@@ -59,3 +101,44 @@ def bench_text(b: BenchResult) -> str:
     if b.target is not None:
         text += f"; target {b.target:g}x: {b.verdict}"
     return text
+
+
+def sweep_text(s: SweepResult, measured: bool) -> str:
+    if s.error is not None:
+        return f"not run: {s.error}"
+    sent = sum(c.sent for c in s.classes)
+    answered = sum(c.answered for c in s.classes)
+    text = f"{answered} of {sent} answered with the path on ({s.sent_off} sent off), {len(s.classes)} classes"
+    if s.group_by:
+        text += f" by {', '.join(s.group_by)}"
+    if s.caller_unparseable:
+        text += f"; {s.caller_unparseable} unparseable caller line{'s' if s.caller_unparseable > 1 else ''}"
+    if s.engagement is not None and s.engagement.on.unparseable:
+        text += f"; {_unreadable(s.engagement.on)}"
+    return text if measured else f"{text}; {NOT_MEASURED}"
+
+
+SWEEP_HEADER = ("Request class", "Sent", "Served", "Declined", "Failed", "Answered elsewhere", "Median s")
+
+
+def _median(label: str, v: float | None) -> str | None:
+    return None if v is None else f"{label} {secs(v)}"
+
+
+def sweep_table(s: SweepResult | None) -> list[list[str]]:
+    """The sweep's classes by outcome with the switch on (what the seat counted; elsewhere from the caller's view)."""
+    if s is None or s.error is not None:
+        return []
+    out = []
+    for c in s.classes:
+        t = c.seat
+        medians = [
+            _median("served", t.served_s), _median("declined", t.declined_s), _median("failed", t.failed_s),
+            _median("answered", c.answered_s),
+        ]  # fmt: skip
+        declined = f"{t.declined} ({grouped(t.declined_reasons, 1)})" if t.declined else "0"
+        failed = f"{t.failed} ({grouped(t.failed_reasons, 1)})" if t.failed else "0"
+        elsewhere = "not measured" if c.elsewhere is None else str(c.elsewhere)
+        out.append([c.label, str(c.sent), str(t.served), declined, failed, elsewhere,
+                    ", ".join(m for m in medians if m) or "-"])  # fmt: skip
+    return out

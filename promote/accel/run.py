@@ -10,10 +10,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from promote.accel import bench as bench_mod
+from promote.accel import engaged
 from promote.accel import switch as switch_mod
-from promote.accel.commands import CommandError
+from promote.accel.commands import Arm, CommandError
+from promote.accel.ledger import LEDGER_ENV, Engagement, fresh, read_tally
 from promote.accel.model import AccelResult, BenchResult, ParityResult, StationBuild, SwitchResult, broken
 from promote.accel.parity import check_parity
+from promote.accel.sweep import SweepResult, run_sweep
 from promote.config.model import AccelerationConfig, Config
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
 from promote.core.findings import Finding
@@ -43,6 +46,8 @@ class AccelReport:
             if r.switch_error or (r.parity and r.parity.verdict == "error"):
                 return "undecided"
             if r.bench and r.bench.verdict in ("undecided", "error"):
+                return "undecided"
+            if r.sweep and r.sweep.error:
                 return "undecided"
         return "holds"
 
@@ -98,11 +103,32 @@ def run_one(
     timed = None
     if bench and accel.bench is not None:
         timed = run_bench(config, accel, rounds=rounds, baseline_ref=baseline_ref, say=say)
-    here = parity is not None or timed is not None
+    sweep = run_sweep(config, accel, accel.sweep) if accel.sweep is not None else None
+    here = parity is not None or timed is not None or sweep is not None
     stations = switch_mod.stations(accel, runs, here=here)
-    findings = judge(accel, switch, parity, timed, stations)
+    findings = judge(accel, switch, parity, timed, stations) + counted(accel, switch, parity, timed, sweep)
     return AccelResult(accel.name, accel.switch.env, accel.package, switch, switch_error, parity, timed, stations,
-                       findings, accel.switch.off, accel.switch.on)  # fmt: skip
+                       findings, accel.switch.off, accel.switch.on, sweep)  # fmt: skip
+
+
+def counted(
+    accel: AccelerationConfig, switch: SwitchResult | None, parity: ParityResult | None, timed: BenchResult | None,
+    sweep: SweepResult | None,
+) -> tuple[Finding, ...]:  # fmt: skip
+    """What the path's own counter says: vacuous evidence, the sweep's classes, or that it kept no count at all."""
+    steps = [s for s in (switch, parity, timed) if s is not None and s.engagement is not None]
+    lines = sum(s.engagement.lines for s in steps if s.engagement is not None)
+    lines += 0 if sweep is None else sweep.ledger_lines
+    ran = bool(steps) or (sweep is not None and sweep.error is None)
+    if not ran:
+        return ()
+    if lines == 0:
+        # No count to read: today's results stand, labelled as such; the caller's view of the sweep still counts.
+        return (engaged.missing(accel), *(engaged.sweep_findings(accel, sweep) if sweep is not None else ()))
+    out = engaged.vacuous(accel, switch, parity, timed)
+    if sweep is not None:
+        out += engaged.sweep_findings(accel, sweep)
+    return tuple(out)
 
 
 def switch_runs(result: AccelResult) -> tuple[str, ...]:
@@ -116,11 +142,18 @@ def run_bench(
     assert accel.bench is not None
     spec = accel.bench if rounds is None else replace(accel.bench, rounds=rounds)
     try:
-        with worktree(config.root, baseline_ref) as tree:
-            base, cand = bench_mod.arms(config, accel, spec, tree)
-            return replace(bench_mod.interleave(base, cand, spec, say), baseline_ref=baseline_ref)
+        with worktree(config.root, baseline_ref) as tree, fresh("bench") as tmp:
+            base, cand = (_ledgered(a, tmp) for a in bench_mod.arms(config, accel, spec, tree))
+            timed = bench_mod.interleave(base, cand, spec, say)
+            engaged_arms = Engagement(*(read_tally(tmp / f"{a.name}.jsonl", accel.name) for a in (base, cand)))
+            return replace(timed, baseline_ref=baseline_ref, engagement=engaged_arms)
     except CommandError as e:
         return bench_mod.failed(spec, e, baseline_ref)
+
+
+def _ledgered(a: Arm, tmp: Path) -> Arm:
+    """The arm writing its ledger to a file of its own, kept over every round (warm-ups included)."""
+    return replace(a, env={**a.env, LEDGER_ENV: str(tmp / f"{a.name}.jsonl")})
 
 
 @contextmanager
@@ -195,5 +228,6 @@ def bench_only(
     timed = run_bench(config, accel, rounds=rounds, baseline_ref=baseline_ref, say=say)
     stations = switch_mod.stations(accel, (), here=True)
     findings = tuple(f for f in judge(accel, None, None, timed, stations) if f.check != "parity-missing")
+    findings += counted(accel, None, None, timed, None)
     return AccelResult(accel.name, accel.switch.env, accel.package, None, None, None, timed, stations, findings,
                        accel.switch.off, accel.switch.on)  # fmt: skip

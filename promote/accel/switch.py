@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import platform
+from pathlib import Path
 
+from promote.accel.ledger import LEDGER_ENV, Engagement, fresh, read_tally
 from promote.accel.model import StationBuild, SwitchResult, SwitchRun
 from promote.config.model import AccelerationConfig, Config
 from promote.runners.package import ProgressCallback
@@ -12,11 +14,13 @@ from promote.runners.remote.run import ran_on
 from promote.runners.run import RunResult, run_tests
 
 
-def with_switch(config: Config, accel: AccelerationConfig, value: str) -> Config:
+def with_switch(config: Config, accel: AccelerationConfig, value: str, ledger: Path | None = None) -> Config:
     """`config` with the path's package setting the switch to `value` (after its own env, so it wins)."""
     env = accel.switch.env
+    add = ((env, value),) if ledger is None else ((env, value), (LEDGER_ENV, str(ledger)))
+    names = {k for k, _ in add}
     packages = tuple(
-        dataclasses.replace(p, env=(*(kv for kv in p.env if kv[0] != env), (env, value)))
+        dataclasses.replace(p, env=(*(kv for kv in p.env if kv[0] not in names), *add))
         if p.name == accel.package
         else p
         for p in config.packages
@@ -25,10 +29,11 @@ def with_switch(config: Config, accel: AccelerationConfig, value: str) -> Config
 
 
 def run_way(
-    config: Config, accel: AccelerationConfig, value: str, on_progress: ProgressCallback | None
-) -> tuple[SwitchRun, RunResult]:
+    config: Config, accel: AccelerationConfig, value: str, on_progress: ProgressCallback | None,
+    ledger: Path | None = None,
+) -> tuple[SwitchRun, RunResult]:  # fmt: skip
     assert accel.package is not None
-    result = run_tests(with_switch(config, accel, value), package=accel.package, on_progress=on_progress)
+    result = run_tests(with_switch(config, accel, value, ledger), package=accel.package, on_progress=on_progress)
     [pkg] = result.packages
     counts = {
         "passed": pkg.passed, "failed": pkg.failed, "errors": pkg.errors, "skipped": pkg.skipped,
@@ -42,10 +47,16 @@ def run_way(
 def kill_switch(
     config: Config, accel: AccelerationConfig, on_progress: ProgressCallback | None = None
 ) -> tuple[SwitchResult, tuple[RunResult, ...]]:
-    """Run the package's tests with the switch off, then on (each a stored run of its own)."""
-    off, run_off = run_way(config, accel, accel.switch.off, on_progress)
-    on, run_on = run_way(config, accel, accel.switch.on, on_progress)
-    return SwitchResult(accel.switch.env, off, on), (run_off, run_on)
+    """Run the package's tests with the switch off, then on (each a stored run, each with a ledger of its own)."""
+    engaged: Engagement | None
+    with fresh("switch") as tmp:
+        off, run_off = run_way(config, accel, accel.switch.off, on_progress, tmp / "off.jsonl")
+        on, run_on = run_way(config, accel, accel.switch.on, on_progress, tmp / "on.jsonl")
+        engaged = Engagement(read_tally(tmp / "off.jsonl", accel.name), read_tally(tmp / "on.jsonl", accel.name))
+    if any(ran_on(p) is not None for r in (run_off, run_on) for p in r.packages):
+        # The tests ran on another station: their ledger was written there, and an empty one here proves nothing.
+        engaged = None
+    return SwitchResult(accel.switch.env, off, on, engaged), (run_off, run_on)
 
 
 def stations(accel: AccelerationConfig, runs: tuple[RunResult, ...], *, here: bool) -> tuple[StationBuild, ...]:

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from promote.accel.rows import rows
+from promote.accel.rows import SWEEP_HEADER, rows, sweep_table
 from promote.accel.run import AccelReport
 from promote.cli.render import findings_lines
 
 VERDICTS = {
     "holds": "every accelerated path holds",
-    "broken": "BROKEN: a kill switch or parity fails",
+    "broken": "BROKEN: a kill switch or parity fails, or the path's ledger or the sweep contradicts its evidence",
     "undecided": "UNDECIDED: some evidence could not be decided",
 }
+
+
+def _table(body: list[list[str]]) -> list[str]:
+    """The sweep's classes as aligned columns (nothing when there was no sweep)."""
+    if not body:
+        return []
+    table = [list(SWEEP_HEADER), *body]
+    widths = [max(len(row[i]) for row in table) for i in range(len(SWEEP_HEADER))]
+    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
 
 
 def accel_report(report: AccelReport) -> str:
@@ -23,6 +32,7 @@ def accel_report(report: AccelReport) -> str:
         if r.bench is not None and r.bench.order:
             first = " ".join("B" if o == "baseline" else "C" for o in r.bench.order)
             lines.append(f"  {'Went first'.ljust(width)}  {first} (B baseline, C candidate)")
+        lines += _table(sweep_table(r.sweep))
     if report.findings:
         lines.append("")
         lines += findings_lines(report.findings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from promote.config.model import AccelerationConfig, BenchConfig, ParityConfig, SwitchConfig
+from promote.config.model import AccelerationConfig, BenchConfig, ParityConfig, SweepConfig, SwitchConfig
 
 if TYPE_CHECKING:
     from promote.config.parse import Parser
@@ -43,7 +43,7 @@ def accelerations(p: Parser, raw: object, packages: set[str]) -> tuple[Accelerat
     out = []
     for i, item in enumerate(raw):
         where = f"{key}[{i}]"
-        tbl = p.table(item, where, {"name", "package", "switch", "parity", "bench", "validated_on"})
+        tbl = p.table(item, where, {"name", "package", "switch", "parity", "bench", "sweep", "validated_on"})
         name = p.required(tbl, "name", where, "a name for the accelerated path")
         if name in seen:
             raise p.fail(f"{where}.name", "a name no other acceleration has", name)
@@ -62,6 +62,7 @@ def accelerations(p: Parser, raw: object, packages: set[str]) -> tuple[Accelerat
                 parity=_parity(p, tbl["parity"], f"{where}.parity") if "parity" in tbl else None,
                 bench=_bench(p, tbl["bench"], f"{where}.bench") if "bench" in tbl else None,
                 validated_on=tuple(p.get(tbl, "validated_on", where, _is_str_list, "a list of OS builds", [])),
+                sweep=_sweep(p, tbl["sweep"], f"{where}.sweep") if "sweep" in tbl else None,
             )
         )
     return tuple(out)
@@ -95,6 +96,24 @@ def _parity(p: Parser, raw: object, where: str) -> ParityConfig:
         command=command,
         atol=float(p.get(tbl, "atol", where, tolerance, "a number >= 0", 0.0)),
         rtol=float(p.get(tbl, "rtol", where, tolerance, "a number >= 0", 0.0)),
+        timeout_s=p.get(tbl, "timeout_s", where, _number(0.0, 86400.0, open_low=True), "seconds > 0", None),
+    )
+
+
+def _sweep(p: Parser, raw: object, where: str) -> SweepConfig:
+    tbl = p.table(raw, where, {"command", "group_by", "timeout_s"})
+    command = _command(p, tbl, "command", where)
+    if command is None or not any("{out}" in arg for arg in command):
+        expected = "a command writing what the caller saw to {out}, one JSON line per request"
+        raise p.fail(
+            f"{where}.command", expected, None if command is None else list(command), show_got=command is not None
+        )
+    group_by = p.get(
+        tbl, "group_by", where, lambda v: _is_str_list(v) and bool(v), "a non-empty list of request parameters", None
+    )
+    return SweepConfig(
+        command=command,
+        group_by=None if group_by is None else tuple(group_by),
         timeout_s=p.get(tbl, "timeout_s", where, _number(0.0, 86400.0, open_low=True), "seconds > 0", None),
     )
 

@@ -136,6 +136,15 @@ class BenchConfig:
 
 
 @dataclass(frozen=True)
+class SweepConfig:
+    """Requests through the front door, switch off and on; the command writes what the caller saw to `{out}`."""
+
+    command: tuple[str, ...]
+    group_by: tuple[str, ...] | None = None  # None: the scalar request parameters both views share
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
 class AccelerationConfig:
     """An accelerated path and the evidence it must earn: kill switch, parity, speed, validated OS builds."""
 
@@ -145,6 +154,7 @@ class AccelerationConfig:
     parity: ParityConfig | None = None
     bench: BenchConfig | None = None
     validated_on: tuple[str, ...] = ()
+    sweep: SweepConfig | None = None
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,16 @@ HISTORY: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "sanctum-mlx: DFlash2 speculative decoding, kill switch SANCTUM_MLX_DFLASH2",
-        (f"{MLX}sanctum_mlx/dflash2.py", f"{MLX}sanctum_mlx/parity.py", f"{MLX}sanctum_mlx/bench.py",
-         f"{MLX}tests/test_dflash2.py"),
+        (f"{MLX}sanctum_mlx/dflash2.py", f"{MLX}sanctum_mlx/ledger.py", f"{MLX}sanctum_mlx/parity.py",
+         f"{MLX}sanctum_mlx/bench.py", f"{MLX}tests/test_dflash2.py"),
     ),
+    # The incident: DFlash2 refuses sampled requests by failing them (a fast 503); the proxy reads that as
+    # "seat down" and the hosted rung answers under the name the client asked for. No test covers it.
+    (
+        "sanctum-mlx: the serving box's handler; while DFlash2 is on, sampled requests go to another rung",
+        (f"{MLX}sanctum_mlx/serve.py",),
+    ),
+    ("sanctum-proxy: a sweep of completions through the front door", (f"{PROXY}sweep.py",)),
     ("ci: run both suites on every push; DFlash2 parity on the Mac", (".github/workflows/ci.yml",)),
     ("promote: audit configuration", ("promote.toml",)),
     # Production serves the commit above; everything after it touches tests only.
@@ -51,7 +58,7 @@ HISTORY: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sanctum-mlx: step through DFlash2 verification eagerly", (f"{MLX}tests/test_debug.py",)),
     ("sanctum-proxy: test draining a backend", (f"{PROXY}tests/test_drain.py",)),
 )  # fmt: skip
-DEPLOYED_AT = 6  # commits of HISTORY in `deployed` (and on the mirror that is behind)
+DEPLOYED_AT = 8  # commits of HISTORY in `deployed` (and on the mirror that is behind)
 
 DOCS_HISTORY: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("docs: index and serving", ("docs/index.md", "docs/serving.md")),

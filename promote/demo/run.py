@@ -54,12 +54,23 @@ PLANTED = (
         "sanctum-mlx: a DFlash2 test assumes the path is on; with SANCTUM_MLX_DFLASH2=0 it fails (its tests must "
         "pass either way)",
     ),
+    Planted(
+        "acceleration-failed-request", "temperature=0.4",
+        "sanctum-mlx: while DFlash2 is on, the serving box refuses sampled requests (temperature > 0) with a fast "
+        "503: the path fails requests it should decline",
+    ),
+    Planted(
+        "served-elsewhere", "temperature=0.4",
+        "sanctum-proxy: the ladder reads that 503 as \"seat down\" and the hosted rung answers under the model "
+        "name the client asked for (every reply looks like a success)",
+    ),
 )  # fmt: skip
 
 ALSO = (
     f"mirror {BEHIND} left {len(HISTORY) - DEPLOYED_AT} commits behind main, a fast-forward (see Merged)",
     "branch deployed differs from main in test files only (see And Deployed)",
-    "DFlash2's greedy answers are bitwise identical to plain decoding's (parity, see Everything E2E Tested)",
+    "DFlash2's greedy answers are bitwise identical to plain decoding's, and its own ledger says it served every "
+    "parity request (see Everything E2E Tested)",
 )
 
 

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from promote.accel.rows import rows
+from promote.accel.rows import SWEEP_HEADER, rows, sweep_table
 from promote.accel.run import AccelReport
 from promote.accel.store import recent
 from promote.config.model import Config
@@ -14,7 +14,11 @@ from promote.core.outcome import FAIL
 from promote.evidence.gates import EVERY_PASSED, Gate, plural, worst
 
 # A broken switch, a broken accelerated path or parity that differs: what was promoted is not what was tested.
-FAILS_TESTED = ("kill-switch-broken", "acceleration-broken", "parity-differs")
+# So is evidence the path took no part in, and a path that fails requests or lets a fallback answer for it.
+FAILS_TESTED = (
+    "kill-switch-broken", "acceleration-broken", "parity-differs", "parity-vacuous", "bench-vacuous",
+    "acceleration-failed-request", "served-elsewhere",
+)  # fmt: skip
 
 
 def tested_with(gate: Gate, report: AccelReport) -> Gate:
@@ -43,6 +47,7 @@ def section(config: Config, report: AccelReport) -> dict[str, Any]:
             "name": r.name,
             "package": r.package,
             "rows": [list(row) for row in rows(r)],
+            "sweep": {"header": list(SWEEP_HEADER), "rows": sweep_table(r.sweep)},
             "findings": [f.to_json() for f in r.findings],
             "speedups": [{"time": e["time"], "speedup": e["speedup"], "interval": e["interval"]} for e in past],
             "result": r.to_json(),

@@ -187,10 +187,11 @@ def test_a_candidate_twice_as_fast_measures_about_2x_with_alternating_order(tmp_
     assert bench["arms"]["baseline"]["median_s"] > bench["arms"]["candidate"]["median_s"]
     assert len(bench["arms"]["candidate"]["rounds"]) == 5
     assert bench["arms"]["baseline"]["load"] is not None  # the 1-minute load average, before and after
-    # No target: measured, and a speed figure without parity is speed before parity (a warning).
+    # No target: measured, and a speed figure without parity is speed before parity (a warning); a command that
+    # keeps no ledger leaves what the path served unmeasured (a warning too).
     assert bench["verdict"] == "measured"
     assert code == 0
-    assert [f["check"] for f in data["findings"]] == ["parity-missing"]
+    assert [f["check"] for f in data["findings"]] == ["parity-missing", "ledger-missing"]
 
 
 def test_fewer_than_five_rounds_are_refused(tmp_path: Path) -> None:
@@ -233,11 +234,13 @@ def test_a_station_whose_os_build_is_not_listed_is_warned(tmp_path: Path) -> Non
     assert code == 0
     [station] = data["accelerations"][0]["stations"]
     assert station == {"name": "local", "os": here, "validated": False}
-    [finding] = data["findings"]
+    [finding, no_ledger] = data["findings"]
     assert (finding["check"], finding["severity"], finding["subject"]) == ("os-unvalidated", "warning", "local")
+    assert no_ledger["check"] == "ledger-missing"
     accel_config(tmp_path, parity="same", extra=f"validated_on = [{json.dumps(here)}]")
     code, data = run_json(tmp_path, "accel")
-    assert data["findings"] == [] and data["accelerations"][0]["stations"][0]["validated"] is True
+    assert [f["check"] for f in data["findings"]] == ["ledger-missing"]
+    assert data["accelerations"][0]["stations"][0]["validated"] is True
 
 
 def test_bench_against_a_baseline_ref_runs_it_from_a_worktree(tmp_path: Path) -> None:

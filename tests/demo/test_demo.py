@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
+import subprocess
+import sys
 import tempfile
+from importlib.resources import files
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from promote.demo import build as demo_build
@@ -21,8 +26,10 @@ FIXTURE = "tests/conftest.py::target_27b"
 CI = ".github/workflows/ci.yml"
 
 # (check, severity, subject, cause) of every finding the audit of the example must make, and no other.
+REFUSAL = "503: temperature 0.4 > 0 is not served while DFlash2 is on"
 POLICY = "tests/test_dflash2_policy.py::test_a_failing_drafter_costs_speed_not_the_answer"
 EXPECTED = [
+    ("acceleration-failed-request", "error", "temperature=0.4", REFUSAL),
     ("ci-filtered", "error", f"{CI}: job test: --ignore=tests/test_checkpoint.py",
      f"--ignore=tests/test_checkpoint.py in job `test` of {CI}"),
     ("ci-unreachable-runner", "error", f"{CI}: job parity-on-metal", None),
@@ -31,6 +38,7 @@ EXPECTED = [
     ("leaked-state", "error", DRAIN, DRAIN),
     ("leaked-state", "warning", DEBUG, DEBUG),
     ("order-dependent", "error", ROUTING, DRAIN),
+    ("served-elsewhere", "error", "temperature=0.4", "SANCTUM_MLX_DFLASH2=1"),
     ("undocumented-feature", "error", "DFlash2", None),
     ("undocumented-feature", "error", "SANCTUM_MLX_DFLASH2", None),
 ]  # fmt: skip
@@ -66,6 +74,31 @@ def test_the_workspace_is_built_as_planned_without_any_git_identity(
     assert git(example.docs, "ls-files").splitlines() == ["docs/index.md", "docs/proxy.md", "docs/serving.md"]
 
 
+def test_the_example_vendors_promotes_ledger_writer_unchanged() -> None:
+    vendored = demo_build.TEMPLATES / "sanctum/packages/sanctum-mlx/sanctum_mlx/ledger.py.tmpl"
+    assert vendored.read_text() == files("promote").joinpath("accel/ledger_writer.py").read_text("utf-8")
+
+
+def test_every_line_the_examples_path_writes_is_a_valid_ledger_line(tmp_path: Path) -> None:
+    pytest.importorskip("mlx_lm")
+    example = demo_build.build(tmp_path / "demo")
+    mlx = example.repo / "packages" / "sanctum-mlx"
+    schema = json.loads(files("promote").joinpath("schemas/ledger.schema.json").read_text("utf-8"))
+    outcomes = set()
+    for switch in ("0", "1"):
+        ledger = tmp_path / f"ledger-{switch}.jsonl"
+        env = {**os.environ, "SANCTUM_MLX_DFLASH2": switch, "PROMOTE_LEDGER": str(ledger)}
+        for argv in (["-m", "sanctum_mlx.parity", "--out", str(tmp_path / "p.json")],
+                     ["../sanctum-proxy/sweep.py", "--out", str(tmp_path / "s.jsonl")]):  # fmt: skip
+            subprocess.run([sys.executable, *argv], cwd=mlx, env=env, check=True, capture_output=True)
+        lines = [json.loads(line) for line in ledger.read_text().splitlines()]
+        assert len(lines) == 3 + 16  # three parity requests, sixteen through the front door
+        for line in lines:
+            jsonschema.validate(line, schema)
+            outcomes.add((switch, line["outcome"]))
+    assert outcomes == {("0", "declined"), ("1", "served"), ("1", "failed")}
+
+
 def test_keep_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
     (tmp_path / "mine.txt").write_text("not the demo's")
 
@@ -92,8 +125,17 @@ def test_the_demo_finds_every_planted_problem_at_its_cause_and_nothing_else(tmp_
     assert len(unvalidated) == (0 if f"{platform.system()} {platform.release()}" == "Darwin 24.3.0" else 1)
     assert [f for f in found if f[0] != "os-unvalidated"] == EXPECTED
     accel = next(s for s in doc["sections"] if s["key"] == "accelerations")
-    assert ["Numeric parity", "bitwise identical over 72 tokens"] in accel["data"][0]["rows"]
-    assert "| Numeric parity | bitwise identical over 72 tokens |" in (page.parent / "evidence.md").read_text()
+    # DFlash2 declines properly in parity: its own ledger says it served every parity request.
+    parity = "bitwise identical over 72 tokens; parity covers 3 of 3 requests (switched off it served 0 of 3)"
+    assert ["Numeric parity", parity] in accel["data"][0]["rows"]
+    md = (page.parent / "evidence.md").read_text()
+    assert f"| Numeric parity | {parity} |" in md
+    # The sweep's table: greedy requests served by the seat, sampled ones failed by it and answered elsewhere.
+    table = {row[0]: row for row in accel["data"][0]["sweep"]["rows"]}
+    assert table["temperature=0.0"][1:3] == ["8", "8"] and table["temperature=0.0"][5] == "0"
+    assert table["temperature=0.4"][2] == "0" and table["temperature=0.4"][4].startswith("8 (503: temperature 0.4")
+    assert table["temperature=0.4"][5] == "8"
+    assert "| Request class | Sent | Served | Declined | Failed | Answered elsewhere | Median s |" in md
     gates = {k: g["status"] for k, g in doc["gates"].items()}
     assert gates == {"tested": "fail", "docs": "fail", "merged": "fail", "deployed": "pass"}
     assert any("laptop lags 3 commits behind" in line for line in doc["gates"]["merged"]["evidence"])

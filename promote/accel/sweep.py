@@ -1,0 +1,196 @@
+"""The sweep: requests through the front door, switch off and on; what the caller saw against what the seat counted."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import tempfile
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from promote.accel.commands import CommandError, arm, run, shown
+from promote.accel.ledger import LEDGER_ENV, Engagement, Entry, Tally, read, tally
+from promote.config.model import AccelerationConfig, Config, SweepConfig
+
+Scalar = str | int | float | bool | None
+ClassKey = tuple[tuple[str, Scalar], ...]
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request as the caller saw it."""
+
+    request: Mapping[str, object]
+    ok: bool
+    error: str | None
+    seconds: float
+
+
+@dataclass(frozen=True)
+class SweepClass:
+    """One request class with the switch on: what the caller got, what the seat counted, what came from elsewhere."""
+
+    key: ClassKey
+    sent: int
+    answered: int
+    caller_failed: int
+    caller_failed_off: int  # the same class with the switch off
+    first_error: str | None  # the caller's first error with the switch on
+    seat: Tally  # the path's own count of this class's requests, switch on
+    elsewhere: int | None  # answered, but neither served nor declined by the seat; None: no ledger to tell
+    answered_s: float | None  # the caller's median seconds for an answered request
+
+    @property
+    def label(self) -> str:
+        return label(self.key)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "class": dict(self.key), "label": self.label, "sent": self.sent, "answered": self.answered,
+            "caller_failed": self.caller_failed, "caller_failed_off": self.caller_failed_off,
+            "first_error": self.first_error, "seat": self.seat.to_json(), "answered_elsewhere": self.elsewhere,
+            "answered_median_s": None if self.answered_s is None else round(self.answered_s, 6),
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Every request class, the parameters that define a class, and each view's unreadable lines."""
+
+    classes: tuple[SweepClass, ...] = ()
+    group_by: tuple[str, ...] = ()
+    engagement: Engagement | None = None
+    caller_unparseable: int = 0
+    sent_off: int = 0
+    error: str | None = None  # one line: the sweep could not run or its output could not be read
+
+    @property
+    def ledger_lines(self) -> int:
+        return 0 if self.engagement is None else self.engagement.lines
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "group_by": list(self.group_by), "classes": [c.to_json() for c in self.classes],
+            "ledger": None if self.engagement is None else self.engagement.to_json(),
+            "caller_unparseable": self.caller_unparseable, "sent_off": self.sent_off, "error": self.error,
+        }  # fmt: skip
+
+
+def label(key: ClassKey) -> str:
+    """`temperature=0.4, model=qwen3` (strings bare, everything else as JSON)."""
+    if not key:
+        return "every request"
+    return ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in key)
+
+
+def _seen(line: str) -> Seen | None:
+    try:
+        raw = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("request"), dict) or not isinstance(raw.get("ok"), bool):
+        return None
+    error, seconds = raw.get("error"), raw.get("seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        return None
+    return Seen(raw["request"], raw["ok"], None if error is None else str(error), float(seconds))
+
+
+def read_caller(path: Path) -> tuple[tuple[Seen, ...], int]:
+    """The caller's lines and how many could not be read; a sweep that wrote no file is an OSError."""
+    seen, bad = [], 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.strip():
+            s = _seen(line)
+            if s is None:
+                bad += 1
+            else:
+                seen.append(s)
+    return tuple(seen), bad
+
+
+def _scalar_keys(request: Mapping[str, object]) -> set[str]:
+    return {k for k, v in request.items() if v is None or isinstance(v, (str, int, float, bool))}
+
+
+def shared_keys(caller: Sequence[Seen], seat: Sequence[Entry]) -> tuple[str, ...]:
+    """The scalar parameters every request has in both views (a prompt, a list, differs per request and is left out)."""
+    views = [_scalar_keys(s.request) for s in caller] + [_scalar_keys(e.request) for e in seat]
+    return tuple(sorted(set.intersection(*views))) if views else ()
+
+
+def key_of(request: Mapping[str, object], keys: Sequence[str]) -> ClassKey:
+    out: list[tuple[str, Scalar]] = []
+    for k in keys:
+        v = request.get(k)
+        out.append((k, v if v is None or isinstance(v, (str, int, float, bool)) else json.dumps(v, sort_keys=True)))
+    return tuple(out)
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def compare(
+    caller: dict[str, tuple[Seen, ...]], seat: dict[str, tuple[Entry, ...]], keys: Sequence[str], *, measured: bool
+) -> tuple[SweepClass, ...]:
+    """Group both views of the switch-on arm by `keys`; the switch-off arm's caller failures beside them."""
+    on = caller["on"]
+    classes = sorted({key_of(s.request, keys) for s in on} | {key_of(e.request, keys) for e in seat["on"]}, key=label)
+    out = []
+    for key in classes:
+        mine = [s for s in on if key_of(s.request, keys) == key]
+        entries = [e for e in seat["on"] if key_of(e.request, keys) == key]
+        counted = tally(entries)
+        answered = sum(s.ok for s in mine)
+        failed = [s for s in mine if not s.ok]
+        off_failed = sum(not s.ok for s in caller["off"] if key_of(s.request, keys) == key)
+        elsewhere = max(0, answered - counted.served - counted.declined) if measured else None
+        out.append(SweepClass(
+            key, len(mine), answered, len(failed), off_failed, failed[0].error if failed else None, counted,
+            elsewhere, _median([s.seconds for s in mine if s.ok]),
+        ))  # fmt: skip
+    return tuple(out)
+
+
+def _arm(config: Config, accel: AccelerationConfig, spec: SweepConfig, way: str, value: str, tmp: Path) -> Path:
+    """Run the sweep one way; the caller's file (the path's ledger is beside it)."""
+    out, ledger = tmp / f"caller-{way}.jsonl", tmp / f"ledger-{way}.jsonl"
+    argv = [a.replace("{out}", str(out)) for a in spec.command]
+    a = arm(config, accel, f"switch {way}: {accel.switch.env}={value}", argv, value)
+    a = replace(a, env={**a.env, LEDGER_ENV: str(ledger)})
+    try:
+        run(a, timeout_s=spec.timeout_s)
+    except CommandError as e:
+        raise CommandError(str(e).replace(shown(argv), shown(spec.command))) from None
+    return out
+
+
+def run_sweep(config: Config, accel: AccelerationConfig, spec: SweepConfig) -> SweepResult:
+    """Both arms (at once when there are two cores), then each view read and the classes compared."""
+    ways = (("off", accel.switch.off), ("on", accel.switch.on))
+    with tempfile.TemporaryDirectory(prefix="promote-sweep-") as name:
+        tmp = Path(name)
+        try:
+            # The arms are independent requests through the same front door: on two cores they share the wall time.
+            with ThreadPoolExecutor(max_workers=2 if (os.cpu_count() or 1) >= 2 else 1) as pool:
+                futures = {w: pool.submit(_arm, config, accel, spec, w, v, tmp) for w, v in ways}
+                outs = {w: f.result() for w, f in futures.items()}
+        except CommandError as e:
+            return SweepResult(error=str(e))
+        caller, seat, bad, seat_bad = {}, {}, 0, {}
+        for way, _ in ways:
+            try:
+                caller[way], n = read_caller(outs[way])
+            except OSError:
+                return SweepResult(error=f"`{shown(spec.command)}` (switch {way}) wrote nothing to {{out}}")
+            bad += n
+            seat[way], seat_bad[way] = read(tmp / f"ledger-{way}.jsonl", accel.name)
+    engagement = Engagement(tally(seat["off"], seat_bad["off"]), tally(seat["on"], seat_bad["on"]))
+    keys = spec.group_by or shared_keys([*caller["off"], *caller["on"]], [*seat["off"], *seat["on"]])
+    classes = compare(caller, seat, keys, measured=engagement.lines > 0)
+    return SweepResult(classes, tuple(keys), engagement, bad, len(caller["off"]))
