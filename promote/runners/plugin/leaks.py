@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from promote.core.findings import Finding, Severity
 from promote.runners.plugin.probes import Change, Probe, Unreadable, show
+from promote.runners.plugin.records import LeakRecord
 
 
 class LeakWatch:
@@ -18,7 +19,7 @@ class LeakWatch:
         self.elapsed_ns = 0
         self.tests = 0
         self.carried: dict[str, object] | None = None
-        # Per probe: how many tests changed it only by ordinary use, restored without a finding.
+        # Per probe: how many tests changed it only by ordinary use, with no finding (restored under `restore`).
         self.ordinary: dict[str, int] = {}
 
     def before_test(self) -> dict[str, object]:
@@ -48,6 +49,8 @@ class LeakWatch:
                 changes = p.changes(before[p.name], after[p.name])
             except Exception as e:
                 changes = [Change(p.name, before[p.name], Unreadable(e))]
+            # A change nobody could see (the same value, as a new object) is no change.
+            changes = [c for c in changes if not _looks_same(c)]
             if changes:
                 out[p.name] = changes
         return out
@@ -58,8 +61,8 @@ class LeakWatch:
         for name in self.diff(pre, post):
             baseline[name] = post[name]
 
-    def check(self, nodeid: str, before: dict[str, object]) -> Finding | None:
-        """Compare now against `before`; restore if the policy says so; describe what leaked (one finding)."""
+    def check(self, nodeid: str, before: dict[str, object]) -> LeakRecord | None:
+        """Compare now against `before`; restore if the policy says so; what leaked (None: nothing)."""
         self.tests += 1
         after = self.snapshot()
         start = time.perf_counter_ns()
@@ -69,8 +72,9 @@ class LeakWatch:
             self.elapsed_ns += time.perf_counter_ns() - start
             return None
         quiet = self._ordinary(before, after, changed)
-        if quiet and self.restore:
-            restored, _ = self._restore(before, quiet)
+        if quiet:
+            # Under `report` ordinary use is left as the test left it, and counted the same way.
+            restored = self._restore(before, quiet)[0] if self.restore else list(quiet)
             for name in restored:
                 self.ordinary[name] = self.ordinary.get(name, 0) + 1
             # A quiet change that could not be put back is a leak after all.
@@ -80,20 +84,10 @@ class LeakWatch:
             return None
         restored, failed = self._restore(before, changed) if self.restore else ([], [])
         self.elapsed_ns += time.perf_counter_ns() - start
-        keys = "; ".join(
-            f"{c.key}: {show(c.key, c.before)} -> {show(c.key, c.after)}"
-            for changes in changed.values()
-            for c in changes
+        shown = tuple(
+            (c.key, show(c.key, c.before), show(c.key, c.after)) for changes in changed.values() for c in changes
         )
-        if not self.restore:
-            what = 'left as is, as leaks = "report" asks'
-        elif failed:
-            what = f"restored {', '.join(restored) or 'nothing'}; could not restore {', '.join(failed)}"
-        else:
-            what = "restored"
-        severity: Severity = "warning" if self.restore and not failed else "error"
-        message = f"changed global state and did not put it back: {keys} ({what})"
-        return Finding("leaked-state", severity, nodeid, message, cause=nodeid)
+        return LeakRecord(nodeid, shown, tuple(restored), tuple(failed))
 
     def _ordinary(
         self, before: dict[str, object], after: dict[str, object], changed: dict[str, list[Change]]
@@ -130,6 +124,28 @@ class LeakWatch:
     def us_per_test(self) -> float | None:
         """Mean probe cost per test in microseconds (snapshots, comparison, restores)."""
         return round(self.elapsed_ns / 1000 / self.tests, 2) if self.tests else None
+
+
+def leak_finding(leak: LeakRecord) -> Finding:
+    """One test's `leaked-state` finding: a warning, unless state that should have been put back could not be."""
+    keys = "; ".join(f"{key}: {before} -> {after}" for key, before, after in leak.changes)
+    if leak.unrestored:
+        what = f"restored {', '.join(leak.restored) or 'nothing'}; could not restore {', '.join(leak.unrestored)}"
+    elif leak.restored:
+        what = "restored"
+    else:
+        what = 'left as is, as leaks = "report" asks'
+    # Whether a later test failed because of it is for the runner to say (promote.runners.leak_groups).
+    severity: Severity = "error" if leak.unrestored else "warning"
+    message = f"changed global state and did not put it back: {keys} ({what})"
+    return Finding("leaked-state", severity, leak.test, message, cause=leak.test)
+
+
+def _looks_same(change: Change) -> bool:
+    try:
+        return repr(change.before) == repr(change.after)
+    except Exception:
+        return False
 
 
 def _equal(before: dict[str, object], after: dict[str, object]) -> bool:
