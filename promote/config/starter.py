@@ -7,8 +7,8 @@ from pathlib import Path
 
 from promote.config import CONFIG_NAME, DEFAULT_TEST_PATHS
 from promote.core.errors import UsageError
-from promote.core.policies import REPORT
 from promote.core.git import Repo
+from promote.core.policies import REPORT
 
 TRUNK_NAMES = ("main", "master", "trunk")
 DEPLOYED_NAMES = ("deployed", "production", "prod", "live")
@@ -42,9 +42,9 @@ def starter_text(repo: Repo) -> str:
         '# name = "app"',
         '# path = "."',
         "# workers = 1",
-        f"# leaks = {json.dumps(REPORT)}              # the default: leaked global state is reported and left as the test left it,",
-        "#                               # so the run sees what plain pytest sees; \"restore\" puts it back, then runs",
-        "#                               # the tests after a restore again without it, to show what that hid",
+        f"# leaks = {json.dumps(REPORT)}   # the default: leaked state is reported and left as the test left it,",
+        '#                    # so the run sees what plain pytest sees; "restore" puts it back, then runs',
+        "#                    # the tests after a restore again without it, to show what that hid",
     ]
     return "\n".join(lines) + "\n"
 

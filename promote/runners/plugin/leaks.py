@@ -129,16 +129,20 @@ class LeakWatch:
 def leak_finding(leak: LeakRecord) -> Finding:
     """One test's `leaked-state` finding: a warning, unless state that should have been put back could not be."""
     keys = "; ".join(f"{key}: {before} -> {after}" for key, before, after in leak.changes)
-    if leak.unrestored:
-        what = f"restored {', '.join(leak.restored) or 'nothing'}; could not restore {', '.join(leak.unrestored)}"
-    elif leak.restored:
-        what = "restored"
-    else:
-        what = 'left as is, as leaks = "report" asks'
     # Whether a later test failed because of it is for the runner to say (promote.runners.leak_groups).
-    severity: Severity = "error" if leak.unrestored else "warning"
-    message = f"changed global state and did not put it back: {keys} ({what})"
-    return Finding("leaked-state", severity, leak.test, message, cause=leak.test)
+    message = f"changed global state and did not put it back: {keys} ({what_was_done(leak)})"
+    return Finding("leaked-state", leak_severity(leak), leak.test, message, cause=leak.test)
+
+
+def leak_severity(leak: LeakRecord) -> Severity:
+    return "error" if leak.unrestored else "warning"
+
+
+def what_was_done(leak: LeakRecord) -> str:
+    """What promote did about the leak: restored it, could not, or left it (under `report`)."""
+    if leak.unrestored:
+        return f"restored {', '.join(leak.restored) or 'nothing'}; could not restore {', '.join(leak.unrestored)}"
+    return "restored" if leak.restored else 'left as is, as leaks = "report" asks'
 
 
 def _looks_same(change: Change) -> bool:
