@@ -64,13 +64,13 @@ def _finding(leaks: list[LeakRecord], victims: dict[str, list[str]]) -> Finding:
         befores = list(dict.fromkeys(leak.changes[i][1] for leak in leaks))
         was = before if len(befores) == 1 else f"{before} (or {len(befores) - 1} other values)"
         changes.append(f"{key}: {was} -> {after}")
-    who = first.test if len(tests) == 1 else f"{len(tests)} tests ({folded(tests)})"
-    message = f"{who} changed global state and did not put it back: {'; '.join(changes)} ({what_was_done(first)})"
+    who = "" if len(tests) == 1 else f"{len(tests)} tests ({folded(tests)}) "
+    message = f"{who}changed global state and did not put it back: {'; '.join(changes)} ({what_was_done(first)})"
     failed = [(v, t) for t in tests for v in victims.get(t, [])]
     severity: Severity = leak_severity(first)
     if failed:
         severity = "error"
-        after = folded([f"{v} (after {t})" for v, t in failed])
+        after = folded([v if len(tests) == 1 else f"{v} (after {t})" for v, t in failed])
         message += f"; later tests failed because of it (order-dependent): {after}"
     else:
         message += "; no later test failed because of it"
