@@ -39,11 +39,14 @@ class Pass:
 def passes(result: PackageResult) -> list[Pass]:
     """The extra pass of each worker that restored something (and ran a test after it)."""
     restored = frozenset(leak.test for leak in result.leaks if leak.restored)
+    # A test this station cannot run (a hub model it lacks) is neither polluter nor victim here.
+    blocked = set(result.blocked_tests)
     out = []
     for order in orders(result.out_dir):
         first = next((i for i, t in enumerate(order) if t in restored), None)
-        if first is not None and len(order) - first > 1:
-            out.append(Pass(tuple(order[first:]), restored))
+        tests = tuple(t for t in order[first:] if t not in blocked) if first is not None else ()
+        if len(tests) > 1:
+            out.append(Pass(tests, restored))
     return out
 
 
