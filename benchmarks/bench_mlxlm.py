@@ -41,7 +41,12 @@ from _common import (
     write_results,
 )
 
-CORPUS = REPO_ROOT.parent / "shared" / "corpora" / "mlx-lm-d78bf58.tar.gz"
+SNAPSHOT = "mlx-lm-d78bf58.tar.gz"
+# Beside the repository: its checkout's parent, or a parent further up for a worktree (/work/wt/NAME).
+CORPUS = next(
+    (p / "shared" / "corpora" / SNAPSHOT for p in REPO_ROOT.parents if (p / "shared" / "corpora" / SNAPSHOT).is_file()),
+    REPO_ROOT.parent / "shared" / "corpora" / SNAPSHOT,
+)
 TARGETS = {"first-pass": 1.10, "promote": 1.5}
 CONFIG = """\
 [promote]

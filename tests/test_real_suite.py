@@ -18,7 +18,16 @@ from tests.helpers.gitrepos import GIT_ENV
 
 pytestmark = pytest.mark.slow
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "mlx-lm-d78bf58.tar.gz"
+SNAPSHOT = "mlx-lm-d78bf58.tar.gz"
+# Beside the repository: its checkout's parent, or a parent further up for a worktree (/work/wt/NAME).
+CORPUS = next(
+    (
+        p / "shared" / "corpora" / SNAPSHOT
+        for p in Path(__file__).resolve().parents[1:]
+        if (p / "shared" / "corpora" / SNAPSHOT).is_file()
+    ),
+    Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / SNAPSHOT,
+)
 HUB_MODEL = "mlx-community/Qwen1.5-0.5B-Chat-4bit"
 CONFIG = """\
 [promote]
