@@ -25,8 +25,11 @@ def signature(leak: LeakRecord) -> Signature:
     return tuple((key, after) for key, _, after in leak.changes), what_was_done(leak)
 
 
-def group(result: PackageResult) -> PackageResult:
-    """`result` with its tests' leaked-state findings replaced by one per way state was changed."""
+def group(result: PackageResult, *, remote: bool = False) -> PackageResult:
+    """`result` with its tests' leaked-state findings replaced by one per way state was changed.
+
+    `remote`: the package ran on another station, where no rerun here can look for its victims.
+    """
     if not result.leaks:
         return result
     recorded = {leak.test for leak in result.leaks}
@@ -36,7 +39,12 @@ def group(result: PackageResult) -> PackageResult:
     for leak in result.leaks:
         groups.setdefault(signature(leak), []).append(leak)
     victims = _victims(result)
-    grouped = [_finding(leaks, victims) for leaks in groups.values()]
+    unknown = None
+    if remote:
+        unknown = "not looked for: the package ran on another station"
+    elif any(f.check == "rerun-undecided" for f in result.findings):
+        unknown = "undecided: some reruns could not answer (see rerun-undecided)"
+    grouped = [_finding(leaks, victims, unknown) for leaks in groups.values()]
     return replace(result, findings=tuple(kept + grouped))
 
 
@@ -56,7 +64,7 @@ def folded(items: list[str]) -> str:
     return shown + (f" and {len(items) - FOLD} more" if len(items) > FOLD else "")
 
 
-def _finding(leaks: list[LeakRecord], victims: dict[str, list[str]]) -> Finding:
+def _finding(leaks: list[LeakRecord], victims: dict[str, list[str]], unknown: str | None) -> Finding:
     first = leaks[0]
     tests = [leak.test for leak in leaks]
     changes = []
@@ -72,6 +80,8 @@ def _finding(leaks: list[LeakRecord], victims: dict[str, list[str]]) -> Finding:
         severity = "error"
         after = folded([v if len(tests) == 1 else f"{v} (after {t})" for v, t in failed])
         message += f"; later tests failed because of it (order-dependent): {after}"
+    elif unknown is not None:
+        message += f"; whether a later test failed because of it is {unknown}"
     else:
         message += "; no later test failed because of it"
     return Finding("leaked-state", severity, first.test, message, cause=folded(tests))

@@ -275,10 +275,11 @@ def find_causes(
     found = []
     for i, r in enumerate(results):
         # A package that ran on another station is not rerun: here is not where it ran.
-        if not plan.station_of(i):
+        remote = plan.station_of(i) is not None
+        if not remote:
             r = investigate(plan.packages[i], r, budget, on_step)
             r = hidden.measure(plan.packages[i], r, budget, on_step)
-        found.append(leak_groups.group(r))
+        found.append(leak_groups.group(r, remote=remote))
     return tuple(found)
 
 
