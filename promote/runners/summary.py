@@ -13,7 +13,7 @@ from promote.core.process import telling_line
 from promote.runners.causes.bisect import Verdict
 from promote.runners.package import ProcessOutcome, Watch
 from promote.runners.plugin import progress as progress_mod
-from promote.runners.plugin.records import LeakRecord, TestRecord, read_all_results
+from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, read_all_results
 
 # The keys of a package in run.json that count tests, as to_json writes them.
 STORED_COUNTS = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed", "blocked", "crashed")
@@ -267,13 +267,10 @@ def summarize(
     lost: list[tuple[str, str]] = []
     timed_out: set[str] = set()
     failing: list[bool] = []  # per part: whether its records explain a status 1
-    draws = restored_draws = 0
-    leaks: list[LeakRecord] = []
+    every: list[WorkerResults] = []
     for done in parts:
         workers = read_all_results(done.out_dir)
-        restored_draws += sum(w.random_draws_restored for w in workers)
-        draws += sum(w.random_draws for w in workers)
-        leaks += [leak for w in workers for leak in w.leaked]
+        every += workers
         saved_tests, saved_findings = recovered(done.out_dir, {w.worker for w in workers})
         part_tests = [t for w in workers for t in w.tests] + saved_tests
         finished = {t.nodeid for t in part_tests}
@@ -317,9 +314,9 @@ def summarize(
         command=parts[0].command,
         counts=dict(counts),
         subtests=dict(Counter(t.outcome for t in counted if t.parent is not None)),
-        random_draws_restored=restored_draws,
-        random_draws=draws,
-        leaks=tuple(leaks),
+        random_draws_restored=sum(w.random_draws_restored for w in every),
+        random_draws=sum(w.random_draws for w in every),
+        leaks=tuple(leak for w in every for leak in w.leaked),
         parts=tuple(done.part for done in parts),
     )
 
