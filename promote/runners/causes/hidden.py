@@ -80,7 +80,12 @@ def measure(
             return e
 
     with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
-        ran = list(pool.map(run, range(len(todo)), todo))
+        try:
+            ran = list(pool.map(run, range(len(todo)), todo))
+        except BaseException:
+            # Interrupted (Ctrl-C): the passes under way are killed, not waited for.
+            rerunner.stop()
+            raise
     verdicts, found = [], []
     for p, records in zip(todo, ran, strict=True):
         if isinstance(records, RerunError):
