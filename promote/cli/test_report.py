@@ -18,12 +18,12 @@ def run_report(r: RunResult) -> str:
         if p.subtests:
             parts = ", ".join(f"{n} {k}" for k, n in sorted(p.subtests.items()))
             lines.append(f"  {p.name} subtests: {parts}")
-        lines += [f"  {p.name}: {line}" for line in blocked_summary(p)]
         if p.random_draws:
             left = "the key put back after each" if p.random_draws_restored else "the generator left as they drew it"
             lines.append(
                 f"  {p.name}: {p.random_draws} test(s) only drew from MLX's random generator, no leak ({left})"
             )
+        lines += [f"  {p.name}: {line}" for line in blocked_summary(p)]
     blocked = {(p.name, test) for p in r.packages for test in p.blocked_tests}
     failing = [
         (p.name, t)
