@@ -19,8 +19,10 @@ class LeakWatch:
         self.elapsed_ns = 0
         self.tests = 0
         self.carried: dict[str, object] | None = None
-        # Per probe: how many tests changed it only by ordinary use, with no finding (restored under `restore`).
+        # Per probe: how many tests changed it only by ordinary use, restored without a finding.
         self.ordinary: dict[str, int] = {}
+        # The same under either policy (under `report` ordinary use is left as the test left it).
+        self.used: dict[str, int] = {}
 
     def before_test(self) -> dict[str, object]:
         """The state as a test starts: the last test's unchanged after-state, else a snapshot."""
@@ -76,7 +78,9 @@ class LeakWatch:
             # Under `report` ordinary use is left as the test left it, and counted the same way.
             restored = self._restore(before, quiet)[0] if self.restore else list(quiet)
             for name in restored:
-                self.ordinary[name] = self.ordinary.get(name, 0) + 1
+                self.used[name] = self.used.get(name, 0) + 1
+                if self.restore:
+                    self.ordinary[name] = self.ordinary.get(name, 0) + 1
             # A quiet change that could not be put back is a leak after all.
             changed.update({name: changes for name, changes in quiet.items() if name not in restored})
         if not changed:

@@ -282,7 +282,6 @@ class Recorder:
                 f"named for it: {'; '.join(untracked)}"
             )
             self.findings.append(Finding("leaked-state", "warning", "mlx", message))
-        draws = self.watch.ordinary.get(RANDOM_PROBE, 0) if self.watch else 0
         results = WorkerResults(
             worker=self.worker,
             pid=os.getpid(),
@@ -293,12 +292,12 @@ class Recorder:
             finished_at=time.time(),
             exitstatus=int(exitstatus),
             probe_us_per_test=self.watch.us_per_test() if self.watch else None,
+            random_draws=self.watch.used.get(RANDOM_PROBE, 0) if self.watch else 0,
             tests=tuple(self.records),
             streams=tuple(self.streams.records.values()) if self.streams else (),
             findings=tuple(self.findings),
             leaked=tuple(self.leaked),
-            random_draws_restored=draws if self.leaks == RESTORE else 0,
-            random_draws=draws,
+            random_draws_restored=self.watch.ordinary.get(RANDOM_PROBE, 0) if self.watch else 0,
         )
         write_results(self.out_dir, results)
 

@@ -134,10 +134,10 @@ class WorkerResults:
     findings: tuple[Finding, ...] = field(default=())
     # What each leaked-state finding of a test says, as data (the runner groups them by what changed).
     leaked: tuple[LeakRecord, ...] = ()
-    # Tests that only drew numbers from MLX's global generator: no finding; its key put back under `restore`.
-    random_draws_restored: int = 0
-    # The same tests under either policy (under `report` the key is left where they drew it to).
+    # Tests that only drew numbers from MLX's global generator, under either policy (no finding).
     random_draws: int = 0
+    # Tests that only drew numbers from MLX's global generator: its key put back, no finding.
+    random_draws_restored: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The on-disk form (`schema` 1)."""

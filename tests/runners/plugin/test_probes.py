@@ -306,4 +306,4 @@ def test_an_ordinary_change_is_restored_and_counted_without_a_finding_and_a_leak
     state["counter"] = 9
     assert reporting.check("t.py::test_counts", before) is None
     # `leaks = "report"` changes nothing, ordinary use included; it is counted the same way.
-    assert state["counter"] == 9 and reporting.ordinary == {"counter": 1}
+    assert state["counter"] == 9 and reporting.ordinary == {} and reporting.used == {"counter": 1}
