@@ -4,7 +4,9 @@ Arms, rotated each round so none always runs first:
 - `pytest`: plain `python -m pytest -n 2` in the snapshot, what a user would run without promote;
 - `first-pass`: `promote test` with `max_reruns = 0`, its first pass alone (isolation and records,
   no cause-finding);
-- `promote`: `promote test` as configured, cause-finding (reruns and bisection) included.
+- `promote`: `promote test` as configured, cause-finding (reruns and bisection) included;
+- `restore`: the same with `leaks = "restore"`, whose pass without restores runs where something was
+  restored (its cost is reported against `promote`, with no target).
 
 Targets: first-pass/pytest within 1.10, promote/pytest within 1.5 (median per-round ratio).
 The snapshot lives in shared/corpora beside this repository; nothing is downloaded.
@@ -39,7 +41,12 @@ from _common import (
     write_results,
 )
 
-CORPUS = REPO_ROOT.parent / "shared" / "corpora" / "mlx-lm-d78bf58.tar.gz"
+SNAPSHOT = "mlx-lm-d78bf58.tar.gz"
+# Beside the repository: its checkout's parent, or a parent further up for a worktree (/work/wt/NAME).
+CORPUS = next(
+    (p / "shared" / "corpora" / SNAPSHOT for p in REPO_ROOT.parents if (p / "shared" / "corpora" / SNAPSHOT).is_file()),
+    REPO_ROOT.parent / "shared" / "corpora" / SNAPSHOT,
+)
 TARGETS = {"first-pass": 1.10, "promote": 1.5}
 CONFIG = """\
 [promote]
@@ -51,6 +58,7 @@ max_reruns = {max_reruns}
 name = "mlx-lm"
 path = "../mlx-lm"
 workers = 2
+leaks = "{leaks}"
 env = {{ HF_HUB_OFFLINE = "1", HF_HOME = "{hf_home}" }}
 """
 
@@ -69,10 +77,11 @@ def unpack(root: Path) -> tuple[Path, Path]:
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "mlx-lm snapshot")
-    for name, reruns in (("first-pass", 0), ("promote", 50)):
+    for name, reruns, leaks in (("first-pass", 0, "report"), ("promote", 50, "report"), ("restore", 50, "restore")):
         conf = root / name
         conf.mkdir()
-        (conf / "promote.toml").write_text(CONFIG.format(max_reruns=reruns, hf_home=hf_home), encoding="utf-8")
+        text = CONFIG.format(max_reruns=reruns, hf_home=hf_home, leaks=leaks)
+        (conf / "promote.toml").write_text(text, encoding="utf-8")
     return repo, hf_home
 
 
@@ -94,7 +103,7 @@ def arms(root: Path, repo: Path, hf_home: Path) -> list[Arm]:
     promote = [
         Arm(name, (*promote_argv(), "-C", str(repo), "--config", str(root / name / "promote.toml"), "test", "--json"),
             repo, frozenset({0, 1}), _promote_ok, env)
-        for name in ("first-pass", "promote")
+        for name in ("first-pass", "promote", "restore")
     ]  # fmt: skip
     plain = Arm("pytest", (sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider"), repo,
                 frozenset({0, 1}), _pytest_ok, env)  # fmt: skip
@@ -113,7 +122,8 @@ def main() -> int:
             measure_arm(arm)
         seconds: dict[str, list[float]] = {a.name: [] for a in all_arms}
         for i in range(args.rounds):
-            order = all_arms[i % 3 :] + all_arms[: i % 3]
+            k = i % len(all_arms)
+            order = all_arms[k:] + all_arms[:k]
             for arm in order:
                 seconds[arm.name].append(measure_arm(arm).wall_s)
             ran = ", ".join(f"{a.name} {seconds[a.name][-1]:.1f}s" for a in order)
@@ -133,6 +143,11 @@ def main() -> int:
         v = verdicts[name]
         rows.append([f"{name}/pytest", f"{v['median']:.3f}", f"{interval.low:.3f}-{interval.high:.3f}", f"{target}",
                      str(v["verdict"])])  # fmt: skip
+    # What restore's pass without restores costs, beside the same run under `report`: reported, no target.
+    extra = [x / y for x, y in zip(seconds["restore"], seconds["promote"], strict=True)]
+    low, high = median_interval(extra).low, median_interval(extra).high
+    verdicts["restore/promote"] = {"ratios": [round(r, 3) for r in extra], "median": round(statistics.median(extra), 3)}
+    rows.append(["restore/promote", f"{statistics.median(extra):.3f}", f"{low:.3f}-{high:.3f}", "-", "reported"])
     print(format_table(["arm", "median s", "min s", "max s"], [
         [n, f"{statistics.median(s):.1f}", f"{min(s):.1f}", f"{max(s):.1f}"] for n, s in seconds.items()
     ]))  # fmt: skip

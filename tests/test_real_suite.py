@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -17,7 +18,16 @@ from tests.helpers.gitrepos import GIT_ENV
 
 pytestmark = pytest.mark.slow
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "mlx-lm-d78bf58.tar.gz"
+SNAPSHOT = "mlx-lm-d78bf58.tar.gz"
+# Beside the repository: its checkout's parent, or a parent further up for a worktree (/work/wt/NAME).
+CORPUS = next(
+    (
+        p / "shared" / "corpora" / SNAPSHOT
+        for p in Path(__file__).resolve().parents[1:]
+        if (p / "shared" / "corpora" / SNAPSHOT).is_file()
+    ),
+    Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / SNAPSHOT,
+)
 HUB_MODEL = "mlx-community/Qwen1.5-0.5B-Chat-4bit"
 CONFIG = """\
 [promote]
@@ -31,28 +41,29 @@ runners = ["ubuntu-latest"]
 name = "mlx-lm"
 path = "."
 workers = 2
+leaks = "{leaks}"
 env = {{ HF_HUB_OFFLINE = "1", HF_HOME = "{hf_home}" }}
 """
+# A change as a leak finding shows it: `what: before -> after` (an MLX key is two numbers).
+_CHANGE = re.compile(r"(key\[\d+, \d+\]|\S+) -> (key\[\d+, \d+\]|\S+)")
 
 
 def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **GIT_ENV})
 
 
-@pytest.fixture(scope="module")
-def mlx_lm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The snapshot as a user would set it up: a git repository with a mirror, then `promote test` and `audit`."""
+def _suite(base: Path, leaks: str, commands: tuple[str, ...]) -> dict[str, Any]:
+    """The snapshot as a user would set it up: a git repository with a mirror, then each promote command."""
     if not CORPUS.is_file():
         if os.environ.get("PROMOTE_REQUIRE_CORPUS"):
             pytest.fail(f"the real-suite snapshot is missing: {CORPUS}")
         pytest.skip(f"no real-suite snapshot at {CORPUS}")
-    base = tmp_path_factory.mktemp("mlx-lm")
     repo, hf_home = base / "mlx-lm", base / "hf-home"
     repo.mkdir()
     hf_home.mkdir()
     with tarfile.open(CORPUS) as tar:
         tar.extractall(repo, filter="data")
-    (repo / "promote.toml").write_text(CONFIG.format(hf_home=hf_home), encoding="utf-8")
+    (repo / "promote.toml").write_text(CONFIG.format(hf_home=hf_home, leaks=leaks), encoding="utf-8")
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "mlx-lm snapshot")
@@ -60,7 +71,7 @@ def mlx_lm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     _git(repo, "remote", "add", "origin", str(base / "mirror.git"))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(hf_home), "NO_COLOR": "1"}
     found: dict[str, Any] = {}
-    for command in ("test", "audit"):
+    for command in commands:
         done = subprocess.run(
             [sys.executable, "-m", "promote", command, "--json"], cwd=repo, env=env, capture_output=True, text=True
         )
@@ -69,6 +80,18 @@ def mlx_lm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         found[command] = json.loads(done.stdout)
         found[f"{command}-stderr"] = done.stderr
     return found
+
+
+@pytest.fixture(scope="module")
+def mlx_lm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`promote test` and `audit` with the default `leaks = "report"`."""
+    return _suite(tmp_path_factory.mktemp("mlx-lm"), "report", ("test", "audit"))
+
+
+@pytest.fixture(scope="module")
+def mlx_lm_restored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`promote test` with `leaks = "restore"` (its pass without restores included)."""
+    return _suite(tmp_path_factory.mktemp("mlx-lm-restored"), "restore", ("test",))
 
 
 def _findings(run: dict[str, Any], check: str) -> list[dict[str, Any]]:
@@ -132,3 +155,21 @@ def test_progress_never_shows_more_finished_than_collected(mlx_lm: dict[str, Any
     for line in lines:
         done, total = line.split(": ")[1].split(" ")[0].split("/")
         assert int(done) <= int(total), line
+
+
+@pytest.mark.parametrize("mode", ["mlx_lm", "mlx_lm_restored"])
+def test_in_either_mode_the_only_leaks_are_seeded_generators_shown_as_they_changed(
+    mode: str, request: pytest.FixtureRequest
+) -> None:
+    run = request.getfixturevalue(mode)["test"]
+    assert len(run["findings"]) <= 15, Counter(f["check"] for f in run["findings"])
+    leaks = _findings(run, "leaked-state")
+    assert leaks, "the suite seeds MLX's generator in some tests"
+    # Drawing numbers (building models) is no leak; seeding or replacing the generator is.
+    assert all(re.search(r"mlx\.random\.state \((mx\.random\.seed|attribute rebound)\)", f["message"]) for f in leaks)
+    for f in run["findings"]:
+        # Nothing in this suite is a secret, and a change is a change.
+        assert "***" not in f["message"], f
+        assert all(before != after for before, after in _CHANGE.findall(f["message"])), f
+    (package,) = run["packages"]
+    assert package["random_draws"] >= 50

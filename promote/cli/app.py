@@ -93,6 +93,8 @@ class LiveProgress:
 
         if step.action == "alone":
             line = f"rerunning failed tests alone {step.k}/{step.n}: {clean(step.test)}"
+        elif step.action == "unrestored":
+            line = f"running {step.before} test(s) from {clean(step.test)} on again, nothing restored {step.k}/{step.n}"
         else:
             line = f"bisecting {clean(step.test)}: rerun {step.k}/~{step.n}, after {step.before} test(s)"
         with self.lock:

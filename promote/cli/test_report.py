@@ -18,6 +18,11 @@ def run_report(r: RunResult) -> str:
         if p.subtests:
             parts = ", ".join(f"{n} {k}" for k, n in sorted(p.subtests.items()))
             lines.append(f"  {p.name} subtests: {parts}")
+        if p.random_draws:
+            left = "the key put back after each" if p.random_draws_restored else "the generator left as they drew it"
+            lines.append(
+                f"  {p.name}: {p.random_draws} test(s) only drew from MLX's random generator, no leak ({left})"
+            )
         lines += [f"  {p.name}: {line}" for line in blocked_summary(p)]
     # Blocked subtests are in `blockers` too: they did not fail either.
     blocked = {(p.name, b.test) for p in r.packages for b in p.blockers} | {

@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from promote.core.policies import RESTORE
+from promote.core.policies import REPORT
 from promote.core.station import Station
 
 CONFIG_NAME = "promote.toml"
@@ -26,7 +26,7 @@ class PackageConfig:
     name: str
     path: Path
     workers: int = 1
-    leaks: str = RESTORE
+    leaks: str = REPORT  # the first pass sees what plain pytest sees
     station: str | None = None
     python: str | None = None
     args: tuple[str, ...] = ()

@@ -26,7 +26,7 @@ from promote.config.model import (
 )
 from promote.config.pagepath import path_problem
 from promote.core.errors import ConfigError
-from promote.core.policies import CONFIGURABLE_LEAK_POLICIES, RESTORE
+from promote.core.policies import CONFIGURABLE_LEAK_POLICIES, REPORT
 from promote.core.station import Station
 
 T = TypeVar("T")
@@ -225,7 +225,7 @@ class Parser:
                 raise self.fail(f"{where}.name", "a name no other package has", name)
             seen.add(name)
             policies = " or ".join(f'"{p}"' for p in CONFIGURABLE_LEAK_POLICIES)
-            leaks = self.get(tbl, "leaks", where, _is_str, policies, RESTORE)
+            leaks = self.get(tbl, "leaks", where, _is_str, policies, REPORT)
             if leaks not in CONFIGURABLE_LEAK_POLICIES:
                 raise self.fail(f"{where}.leaks", policies, leaks)
             station = self.get(tbl, "station", where, _is_str, "a station name", None)

@@ -8,6 +8,7 @@ from pathlib import Path
 from promote.config import CONFIG_NAME, DEFAULT_TEST_PATHS
 from promote.core.errors import UsageError
 from promote.core.git import Repo
+from promote.core.policies import REPORT
 
 TRUNK_NAMES = ("main", "master", "trunk")
 DEPLOYED_NAMES = ("deployed", "production", "prod", "live")
@@ -35,6 +36,16 @@ def starter_text(repo: Repo) -> str:
         else '# deployed = "deployed"   # branch, tag or sha that production serves'
     )
     lines.append(f"test_paths = {_toml_list(DEFAULT_TEST_PATHS)}")
+    lines += [
+        "",
+        "# [[promote.packages]]           # a test package that `promote test` runs",
+        '# name = "app"',
+        '# path = "."',
+        "# workers = 1",
+        f"# leaks = {json.dumps(REPORT)}   # the default: leaked state is reported and left as the test left it,",
+        '#                    # so the run sees what plain pytest sees; "restore" puts it back, then runs',
+        "#                    # the tests after a restore again without it, to show what that hid",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -32,7 +32,8 @@ PLANTED = (
     Planted(
         "leaked-state", "test_debug.py",
         "sanctum-mlx: a debug test switches MLX compile off and never back on; a sampler test further down "
-        "the alphabet needs it on (leaks = \"restore\": promote puts it back and names the test)",
+        "the alphabet needs it on (leaks = \"restore\": promote puts it back, names the test, and its pass "
+        "without restores shows the sampler test failing as plain pytest would)",
     ),
     Planted(
         "order-dependent", "test_drain.py",

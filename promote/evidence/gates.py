@@ -118,6 +118,11 @@ def tested(run: RunResult | None, deltas: Deltas | None, ci: CheckOutcome | None
             lines.append(f"{p.name}: {', '.join(red)}")
         if p.blocked:
             lines.append(f"{p.name}: {p.blocked} blocked (no station can run them)")
+        if p.hidden:
+            # They passed in the run only because promote put leaked state back: plain pytest fails them.
+            statuses.append(FAIL)
+            only = plural(len(p.hidden), "test passes", "tests pass")
+            lines.append(f"{p.name}: {only} only because promote restored leaked state: {names(list(p.hidden))}")
         # A package that ran nothing (or ended unexplained) shows 0s above: say why.
         lines += [f"{p.name}: {f.message}" for f in p.findings if f.check == "package-error" and f.subject == p.name]
     if any(f.check == "rerun-undecided" for f in run.findings):

@@ -24,8 +24,9 @@ from promote.core.findings import Finding
 from promote.core.redact import current as current_redactor
 from promote.core.state import new_run_id
 from promote.core.station import Station
+from promote.runners import leak_groups, requirements
 from promote.runners import package as runner
-from promote.runners import requirements
+from promote.runners.causes import hidden
 from promote.runners.causes.investigate import Budget, StepCallback, investigate
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback
@@ -278,10 +279,15 @@ def find_causes(
 ) -> tuple[PackageResult, ...]:
     """The cause of each failure: reruns alone and bisection, one package after another (one shared budget)."""
     budget = Budget(plan.config.max_reruns)
-    # A package that ran on another station is not rerun: here is not where it ran.
-    return tuple(
-        r if plan.station_of(i) else investigate(plan.packages[i], r, budget, on_step) for i, r in enumerate(results)
-    )
+    found = []
+    for i, r in enumerate(results):
+        # A package that ran on another station is not rerun: here is not where it ran.
+        remote = plan.station_of(i) is not None
+        if not remote:
+            r = investigate(plan.packages[i], r, budget, on_step)
+            r = hidden.measure(plan.packages[i], r, budget, on_step)
+        found.append(leak_groups.group(r, remote=remote))
+    return tuple(found)
 
 
 def write_reports(result: RunResult, *, wall_s: float) -> None:

@@ -13,7 +13,7 @@ from promote.core.process import telling_line
 from promote.runners.causes.bisect import Verdict
 from promote.runners.package import ProcessOutcome, Watch
 from promote.runners.plugin import progress as progress_mod
-from promote.runners.plugin.records import TestRecord, read_all_results
+from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, read_all_results
 
 # The keys of a package in run.json that count tests, as to_json writes them.
 STORED_COUNTS = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed", "blocked", "crashed")
@@ -67,6 +67,10 @@ class PackageResult:
     blocked_tests: tuple[str, ...] = ()  # ids of the tests counted as blocked
     blockers: tuple[Blocked, ...] = ()  # why each of them is blocked
     random_draws_restored: int = 0  # tests that only drew from MLX's global generator: key put back, no finding
+    random_draws: int = 0  # the same tests under either policy (under `report` the key is left as they drew)
+    leaks: tuple[LeakRecord, ...] = ()  # every test's leaked state, as data (grouped into findings at the end)
+    # Tests that passed only because promote restored state: they fail, in the same order, without restores.
+    hidden: tuple[str, ...] = ()
     parts: tuple[str, ...] = ()  # the pytest processes that ran: "all", or "parallel" then "serial" when it had any
 
     @property
@@ -139,6 +143,8 @@ class PackageResult:
             ],
             "blockers": [b.to_json() for b in self.blockers],
             "random_draws_restored": self.random_draws_restored,
+            "random_draws": self.random_draws,
+            "pass_only_restored": list(self.hidden),
         }
 
 
@@ -263,10 +269,10 @@ def summarize(
     lost: list[tuple[str, str]] = []
     timed_out: set[str] = set()
     failing: list[bool] = []  # per part: whether its records explain a status 1
-    draws = 0
+    every: list[WorkerResults] = []
     for done in parts:
         workers = read_all_results(done.out_dir)
-        draws += sum(w.random_draws_restored for w in workers)
+        every += workers
         saved_tests, saved_findings = recovered(done.out_dir, {w.worker for w in workers})
         part_tests = [t for w in workers for t in w.tests] + saved_tests
         finished = {t.nodeid for t in part_tests}
@@ -312,7 +318,9 @@ def summarize(
         command=parts[0].command,
         counts=dict(counts),
         subtests=dict(Counter(t.outcome for t in counted if t.parent is not None)),
-        random_draws_restored=draws,
+        random_draws_restored=sum(w.random_draws_restored for w in every),
+        random_draws=sum(w.random_draws for w in every),
+        leaks=tuple(leak for w in every for leak in w.leaked),
         parts=tuple(done.part for done in parts),
     )
 

@@ -177,10 +177,25 @@ def test_init_writes_a_config_that_loads(fleet: Fleet) -> None:
     cfg = config.load(fleet.work / "promote.toml")
     assert (cfg.trunk, cfg.deployed) == ("main", "deployed")
     assert cfg.mirrors == ("origin", "laptop", "mini", "station")
+    # Its package block, uncommented, is a package under the default policy, which it names and explains.
+    text = (fleet.work / "promote.toml").read_text()
+    assert '# leaks = "report"   # the default: leaked state is reported and left as the test left it,' in text
+    block = text[text.index("# [[promote.packages]]") :]
+    # Uncommented: each line's text after "# ", its own comment and the comment-only lines dropped.
+    lines = [line[2:].split("  #")[0].rstrip() for line in block.splitlines() if not line[2:].startswith(" ")]
+    (fleet.work / "promote.toml").write_text(text.replace(block, "\n".join(lines) + "\n"))
+    [pkg] = config.load(fleet.work / "promote.toml").packages
+    assert (pkg.name, pkg.leaks) == ("app", "report")
+    (fleet.work / "promote.toml").write_text(text)
     again = run(fleet.work, "init")
     assert again.exit_code == 2
     assert "already exists; pass --overwrite" in again.stderr
     assert run(fleet.work, "init", "--overwrite").exit_code == 0
+
+
+def test_leaks_left_unset_is_report(tmp_path: Path) -> None:
+    path = write(tmp_path, '[promote]\ntrunk = "main"\n[[promote.packages]]\nname = "a"\npath = "."\n')
+    assert [p.leaks for p in config.load(path).packages] == ["report"]
 
 
 def test_deployed_command_ci_and_timeout_keys_load(tmp_path: Path) -> None:

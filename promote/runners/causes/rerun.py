@@ -184,6 +184,19 @@ class Rerunner:
             return None
         return order[: order.index(victim)], bool(judged_failed(records, victim))
 
+    def run_in_order(self, tests: Sequence[str], name: str) -> list[TestRecord]:
+        """Run `tests` in this order in one fresh process, nothing restored; what each did."""
+        out_dir = self._next_dir(name)
+        select = out_dir / "select.txt"
+        state.write_private(select, "".join(f"{t}\n" for t in tests))
+        self._pytest(
+            out_dir,
+            *("--promote-out", str(out_dir), "--promote-leaks", OFF, "--promote-select", str(select)),
+            paths=self._paths(tests),
+            tests=len(tests),
+        )
+        return [t for r in read_all_results(out_dir) for t in r.tests]
+
     def fails(self, prefix: Sequence[str], victim: str) -> bool:
         """Run `prefix` then `victim` in one fresh process; True when the victim failed (or died).
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from promote.core.findings import Finding, Severity
 from promote.runners.plugin.probes import Change, Probe, Unreadable, show
+from promote.runners.plugin.records import LeakRecord
 
 
 class LeakWatch:
@@ -20,6 +21,8 @@ class LeakWatch:
         self.carried: dict[str, object] | None = None
         # Per probe: how many tests changed it only by ordinary use, restored without a finding.
         self.ordinary: dict[str, int] = {}
+        # The same under either policy (under `report` ordinary use is left as the test left it).
+        self.used: dict[str, int] = {}
 
     def before_test(self) -> dict[str, object]:
         """The state as a test starts: the last test's unchanged after-state, else a snapshot."""
@@ -48,6 +51,8 @@ class LeakWatch:
                 changes = p.changes(before[p.name], after[p.name])
             except Exception as e:
                 changes = [Change(p.name, before[p.name], Unreadable(e))]
+            # A change nobody could see (the same value, as a new object) is no change.
+            changes = [c for c in changes if not _looks_same(c)]
             if changes:
                 out[p.name] = changes
         return out
@@ -58,8 +63,8 @@ class LeakWatch:
         for name in self.diff(pre, post):
             baseline[name] = post[name]
 
-    def check(self, nodeid: str, before: dict[str, object]) -> Finding | None:
-        """Compare now against `before`; restore if the policy says so; describe what leaked (one finding)."""
+    def check(self, nodeid: str, before: dict[str, object]) -> LeakRecord | None:
+        """Compare now against `before`; restore if the policy says so; what leaked (None: nothing)."""
         self.tests += 1
         after = self.snapshot()
         start = time.perf_counter_ns()
@@ -69,10 +74,13 @@ class LeakWatch:
             self.elapsed_ns += time.perf_counter_ns() - start
             return None
         quiet = self._ordinary(before, after, changed)
-        if quiet and self.restore:
-            restored, _ = self._restore(before, quiet)
+        if quiet:
+            # Under `report` ordinary use is left as the test left it, and counted the same way.
+            restored = self._restore(before, quiet)[0] if self.restore else list(quiet)
             for name in restored:
-                self.ordinary[name] = self.ordinary.get(name, 0) + 1
+                self.used[name] = self.used.get(name, 0) + 1
+                if self.restore:
+                    self.ordinary[name] = self.ordinary.get(name, 0) + 1
             # A quiet change that could not be put back is a leak after all.
             changed.update({name: changes for name, changes in quiet.items() if name not in restored})
         if not changed:
@@ -80,20 +88,10 @@ class LeakWatch:
             return None
         restored, failed = self._restore(before, changed) if self.restore else ([], [])
         self.elapsed_ns += time.perf_counter_ns() - start
-        keys = "; ".join(
-            f"{c.key}: {show(c.key, c.before)} -> {show(c.key, c.after)}"
-            for changes in changed.values()
-            for c in changes
+        shown = tuple(
+            (c.key, show(c.key, c.before), show(c.key, c.after)) for changes in changed.values() for c in changes
         )
-        if not self.restore:
-            what = 'left as is, as leaks = "report" asks'
-        elif failed:
-            what = f"restored {', '.join(restored) or 'nothing'}; could not restore {', '.join(failed)}"
-        else:
-            what = "restored"
-        severity: Severity = "warning" if self.restore and not failed else "error"
-        message = f"changed global state and did not put it back: {keys} ({what})"
-        return Finding("leaked-state", severity, nodeid, message, cause=nodeid)
+        return LeakRecord(nodeid, shown, tuple(restored), tuple(failed))
 
     def _ordinary(
         self, before: dict[str, object], after: dict[str, object], changed: dict[str, list[Change]]
@@ -130,6 +128,32 @@ class LeakWatch:
     def us_per_test(self) -> float | None:
         """Mean probe cost per test in microseconds (snapshots, comparison, restores)."""
         return round(self.elapsed_ns / 1000 / self.tests, 2) if self.tests else None
+
+
+def leak_finding(leak: LeakRecord) -> Finding:
+    """One test's `leaked-state` finding: a warning, unless state that should have been put back could not be."""
+    keys = "; ".join(f"{key}: {before} -> {after}" for key, before, after in leak.changes)
+    # Whether a later test failed because of it is for the runner to say (promote.runners.leak_groups).
+    message = f"changed global state and did not put it back: {keys} ({what_was_done(leak)})"
+    return Finding("leaked-state", leak_severity(leak), leak.test, message, cause=leak.test)
+
+
+def leak_severity(leak: LeakRecord) -> Severity:
+    return "error" if leak.unrestored else "warning"
+
+
+def what_was_done(leak: LeakRecord) -> str:
+    """What promote did about the leak: restored it, could not, or left it (under `report`)."""
+    if leak.unrestored:
+        return f"restored {', '.join(leak.restored) or 'nothing'}; could not restore {', '.join(leak.unrestored)}"
+    return "restored" if leak.restored else 'left as is, as leaks = "report" asks'
+
+
+def _looks_same(change: Change) -> bool:
+    try:
+        return repr(change.before) == repr(change.after)
+    except Exception:
+        return False
 
 
 def _equal(before: dict[str, object], after: dict[str, object]) -> bool:

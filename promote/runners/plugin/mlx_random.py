@@ -69,6 +69,8 @@ class RandomTracker:
         self.seeds = 0
         # id(head) -> (head, root): the draws we saw took the key from root to head, one segment per run.
         self.segments: dict[int, tuple[Any, Any]] = {}
+        # The key the last snapshot saw: the segments break there.
+        self.mark: Any = self.state[0]
         replace(mx.random, "seed", self._seed_wrapper)
         for name in sorted(dir(mx.random)):
             if not name.startswith("_") and name not in NOT_DRAWS and callable(getattr(mx.random, name)):
@@ -83,7 +85,7 @@ class RandomTracker:
         return seed
 
     def _draw_wrapper(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        state, segments = self.state, self.segments
+        state, segments, tracker = self.state, self.segments, self
 
         @functools.wraps(original)
         def draw(*args: Any, **kwargs: Any) -> Any:
@@ -91,8 +93,10 @@ class RandomTracker:
             out = original(*args, **kwargs)
             after = state[0]
             if after is not before:
-                # Extend the segment `before` ends, else start one: a few dict operations per draw.
-                seen = segments.pop(id(before), None)
+                # Extend the segment `before` ends, else start one: a few dict operations per draw. A key
+                # a snapshot saw starts a new segment, so the key after a test leads back to that one and
+                # not past it to an older root (under `report` nothing clears the notes between tests).
+                seen = None if before is tracker.mark else segments.pop(id(before), None)
                 root = seen[1] if seen is not None and seen[0] is before else before
                 if len(segments) >= MAX_SEGMENTS:
                     segments.clear()
@@ -102,7 +106,8 @@ class RandomTracker:
         return draw
 
     def snapshot(self) -> RandomSnapshot:
-        return RandomSnapshot(getattr(self.random, "state", None), self.state[0], self.seeds)
+        key = self.mark = self.state[0]
+        return RandomSnapshot(getattr(self.random, "state", None), key, self.seeds)
 
     def changes(self, before: RandomSnapshot, after: RandomSnapshot) -> list[Change]:
         """What a test did to the generator, named for the finding (asked only when `drew_only` is False)."""

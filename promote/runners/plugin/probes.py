@@ -14,10 +14,11 @@ from importlib.metadata import entry_points
 from typing import Any, NamedTuple
 
 from promote.core.findings import Finding
-from promote.core.redact import redact
+from promote.core.redact import redact, secret_name
 
 ENTRY_POINT_GROUP = "promote.probes"
-SECRET_KEY = re.compile(r"TOKEN|SECRET|KEY|PASSWORD", re.IGNORECASE)
+# The name inside a mapping key's brackets: `os.environ[HF_TOKEN]` -> `HF_TOKEN`.
+_MAPPING_KEY = re.compile(r"\[(?P<name>[^\[\]]*)\]$")
 MAX_VALUE_CHARS = 200
 
 
@@ -100,10 +101,16 @@ def mapping_changes(name: str, before: Mapping[Any, Any], after: Mapping[Any, An
 
 
 def show(key: str, value: object) -> str:
-    """A value for a message: secret-looking keys as `***`, credentials in URLs redacted."""
+    """A value for a message: under a secret-looking mapping key as `***`, else redacted like all output.
+
+    Only the name a value is stored under (`os.environ[HF_TOKEN]`) says it is a secret; a probe's own
+    name does not (an MLX random key or a tokenizer cache size is no credential), and a secret elsewhere
+    is still caught by value and by shape.
+    """
     if value is MISSING:
         return repr(value)
-    if SECRET_KEY.search(key):
+    named = _MAPPING_KEY.search(key)
+    if named is not None and secret_name(named["name"]):
         return "***"
     text = redact(repr(value))
     return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."

@@ -19,12 +19,12 @@ from promote.core.findings import Finding
 from promote.core.policies import OFF, RESTORE
 from promote.runners.plugin import outcomes
 from promote.runners.plugin.items import REQUIREMENTS, SERIAL_LEFT, failing_fixture
-from promote.runners.plugin.leaks import LeakWatch
+from promote.runners.plugin.leaks import LeakWatch, leak_finding
 from promote.runners.plugin.mlx_probes import RANDOM_PROBE, MlxProbes
 from promote.runners.plugin.probes import Probe, entry_point_probes
 from promote.runners.plugin.process_probes import process_probes
 from promote.runners.plugin.progress import ProgressLog
-from promote.runners.plugin.records import TestRecord, WorkerResults, write_results
+from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, write_results
 from promote.runners.plugin.requirement_rules import excerpt
 from promote.runners.plugin.streams import StreamTracker
 
@@ -73,6 +73,7 @@ class Recorder:
         self.records: list[TestRecord] = []
         self.flushed = 0
         self.findings: list[Finding] = []
+        self.leaked: list[LeakRecord] = []
         self.index = 0
         self.running: _Running | None = None
         self.where: str | None = None
@@ -152,7 +153,8 @@ class Recorder:
             if self.watch is not None and self.before is not None:
                 leak = self.watch.check(item.nodeid, self.before)
                 if leak is not None:
-                    self.findings.append(leak)
+                    self.leaked.append(leak)
+                    self.findings.append(leak_finding(leak))
             self.before, self.running, self.phase = None, None, "between"
             run.requirements = item.stash.get(REQUIREMENTS, ())
             self._finish(run)
@@ -298,9 +300,11 @@ class Recorder:
             finished_at=time.time(),
             exitstatus=int(exitstatus),
             probe_us_per_test=self.watch.us_per_test() if self.watch else None,
+            random_draws=self.watch.used.get(RANDOM_PROBE, 0) if self.watch else 0,
             tests=tuple(self.records),
             streams=tuple(self.streams.records.values()) if self.streams else (),
             findings=tuple(self.findings),
+            leaked=tuple(self.leaked),
             random_draws_restored=self.watch.ordinary.get(RANDOM_PROBE, 0) if self.watch else 0,
             pytest=pytest.__version__,
         )

@@ -14,7 +14,7 @@ from promote.core.findings import Finding
 from promote.core.redact import current as current_redactor
 
 SCHEMA = 1
-_NESTED = ("tests", "streams", "findings")
+_NESTED = ("tests", "streams", "findings", "leaked")
 
 
 def results_path(out_dir: Path, worker: str) -> Path:
@@ -95,6 +95,30 @@ class StreamRecord:
 
 
 @dataclass(frozen=True)
+class LeakRecord:
+    """One test's leaked state: what changed from what to what (as shown), and what was put back."""
+
+    test: str
+    changes: tuple[tuple[str, str, str], ...]  # (what, before, after)
+    restored: tuple[str, ...] = ()  # the probes put back before the next test
+    unrestored: tuple[str, ...] = ()  # the probes that could not be put back (and why)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "test": self.test,
+            "changes": [list(c) for c in self.changes],
+            "restored": list(self.restored),
+            "unrestored": list(self.unrestored),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> LeakRecord:
+        """Parse one entry of `leaks`."""
+        changes = tuple((str(k), str(b), str(a)) for k, b, a in d["changes"])
+        return cls(str(d["test"]), changes, tuple(d.get("restored", ())), tuple(d.get("unrestored", ())))
+
+
+@dataclass(frozen=True)
 class WorkerResults:
     """Everything one worker process recorded during its session."""
 
@@ -110,6 +134,10 @@ class WorkerResults:
     tests: tuple[TestRecord, ...] = ()
     streams: tuple[StreamRecord, ...] = ()
     findings: tuple[Finding, ...] = field(default=())
+    # What each leaked-state finding of a test says, as data (the runner groups them by what changed).
+    leaked: tuple[LeakRecord, ...] = ()
+    # Tests that only drew numbers from MLX's global generator, under either policy (no finding).
+    random_draws: int = 0
     # Tests that only drew numbers from MLX's global generator: its key put back, no finding.
     random_draws_restored: int = 0
     pytest: str | None = None  # the pytest that ran them (None: written by an older plugin)
@@ -123,6 +151,7 @@ class WorkerResults:
             "tests": [t.to_json() for t in self.tests],
             "streams": [asdict(s) for s in self.streams],
             "findings": [f.to_json() for f in self.findings],
+            "leaked": [leak.to_json() for leak in self.leaked],
         }
 
     @classmethod
@@ -137,6 +166,7 @@ class WorkerResults:
             tests=tuple(TestRecord.from_json(t) for t in d["tests"]),
             streams=tuple(StreamRecord.from_json(s) for s in d["streams"]),
             findings=tuple(Finding.from_json(f) for f in d["findings"]),
+            leaked=tuple(LeakRecord.from_json(leak) for leak in d.get("leaked", ())),
         )
 
 

@@ -1,0 +1,87 @@
+"""Leaked-state findings grouped by what changed: one finding per change, listing every test that made it.
+
+A hundred tests that each call `mx.random.seed(0)` need one fix (a fixture that restores the generator),
+not a hundred findings. A group is a warning unless a later test failed because of it: then the failures
+are `order-dependent` with these tests as their cause, and the group says which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from promote.core.findings import Finding, Severity
+from promote.runners.causes.bisect import ORDER_DEPENDENT
+from promote.runners.plugin.leaks import leak_severity, what_was_done
+from promote.runners.plugin.records import LeakRecord
+from promote.runners.summary import PackageResult
+
+FOLD = 10  # tests a group names before saying "and N more"
+
+# What a group has in common: each change's key and the value it was left at, and what was done about it.
+Signature = tuple[tuple[tuple[str, str], ...], str]
+
+
+def signature(leak: LeakRecord) -> Signature:
+    return tuple((key, after) for key, _, after in leak.changes), what_was_done(leak)
+
+
+def group(result: PackageResult, *, remote: bool = False) -> PackageResult:
+    """`result` with its tests' leaked-state findings replaced by one per way state was changed.
+
+    `remote`: the package ran on another station, where no rerun here can look for its victims.
+    """
+    if not result.leaks:
+        return result
+    recorded = {leak.test for leak in result.leaks}
+    # A worker that died before writing its results left findings only: those stay as they are.
+    kept = [f for f in result.findings if not (f.check == "leaked-state" and f.subject in recorded)]
+    groups: dict[Signature, list[LeakRecord]] = {}
+    for leak in result.leaks:
+        groups.setdefault(signature(leak), []).append(leak)
+    victims = _victims(result)
+    unknown = None
+    if remote:
+        unknown = "not looked for: the package ran on another station"
+    elif any(f.check == "rerun-undecided" for f in result.findings):
+        unknown = "undecided: some reruns could not answer (see rerun-undecided)"
+    grouped = [_finding(leaks, victims, unknown) for leaks in groups.values()]
+    return replace(result, findings=tuple(kept + grouped))
+
+
+def _victims(result: PackageResult) -> dict[str, list[str]]:
+    """Polluter -> the tests found order-dependent on it."""
+    out: dict[str, list[str]] = {}
+    for v in result.verdicts:
+        if v.kind == ORDER_DEPENDENT:
+            for polluter in v.polluters:
+                out.setdefault(polluter, []).append(v.test)
+    return out
+
+
+def folded(items: list[str]) -> str:
+    """Up to FOLD items, then how many more."""
+    shown = ", ".join(items[:FOLD])
+    return shown + (f" and {len(items) - FOLD} more" if len(items) > FOLD else "")
+
+
+def _finding(leaks: list[LeakRecord], victims: dict[str, list[str]], unknown: str | None) -> Finding:
+    first = leaks[0]
+    tests = [leak.test for leak in leaks]
+    changes = []
+    for i, (key, before, after) in enumerate(first.changes):
+        befores = list(dict.fromkeys(leak.changes[i][1] for leak in leaks))
+        was = before if len(befores) == 1 else f"{before} (or {len(befores) - 1} other values)"
+        changes.append(f"{key}: {was} -> {after}")
+    who = "" if len(tests) == 1 else f"{len(tests)} tests ({folded(tests)}) "
+    message = f"{who}changed global state and did not put it back: {'; '.join(changes)} ({what_was_done(first)})"
+    failed = [(v, t) for t in tests for v in victims.get(t, [])]
+    severity: Severity = leak_severity(first)
+    if failed:
+        severity = "error"
+        after = folded([v if len(tests) == 1 else f"{v} (after {t})" for v, t in failed])
+        message += f"; later tests failed because of it (order-dependent): {after}"
+    elif unknown is not None:
+        message += f"; whether a later test failed because of it is {unknown}"
+    else:
+        message += "; no later test failed because of it"
+    return Finding("leaked-state", severity, first.test, message, cause=folded(tests))
