@@ -18,7 +18,7 @@ def rows(r: AccelResult) -> list[tuple[str, str]]:
         off, on = r.switch.off, r.switch.on
         out.append((f"Kill switch `{r.env}={switch_off}`", f"{_tests(off)} off, {_tests(on)} on ({r.env}={switch_on})"))
         if measured and r.switch.engagement is not None:
-            out.append((f"Served, tests with `{r.env}={switch_on}`", share(r.name, r.switch.engagement.on)))
+            out.append((f"Served in its tests with `{r.env}={switch_on}`", share(r.name, r.switch.engagement.on)))
     elif r.switch_error:
         out.append((f"Kill switch `{r.env}={switch_off}`", f"not run: {r.switch_error}"))
     if r.parity is not None:

@@ -19,6 +19,14 @@ FAILS_TESTED = (
     "kill-switch-broken", "acceleration-broken", "parity-differs", "parity-vacuous", "bench-vacuous",
     "acceleration-failed-request", "served-elsewhere",
 )  # fmt: skip
+# What a finding of each check is about: a test of the package, a class of the sweep's requests, or a run
+# (acceleration-broken names a test, or a request class when it comes from the sweep).
+_SUBJECT_KIND = {
+    "acceleration-failed-request": "request class",
+    "served-elsewhere": "request class",
+    "parity-vacuous": "parity run",
+    "bench-vacuous": "bench run",
+}
 
 
 def tested_with(gate: Gate, report: AccelReport) -> Gate:
@@ -31,8 +39,13 @@ def tested_with(gate: Gate, report: AccelReport) -> Gate:
     lead = gate.row
     if failing and len(lead) >= 2:
         # The row's second sentence says what is red; a broken path joins it rather than pushing CI off the row.
-        counts = Counter(f.check for f in failing)
-        broken = ", ".join(f"{check} for {plural(n, 'test')} (see Accelerated paths)" for check, n in counts.items())
+        classes = {c.label for r in report.results if r.sweep is not None for c in r.sweep.classes}
+        counts = Counter(
+            (f.check, _SUBJECT_KIND.get(f.check, "request class" if f.subject in classes else "test")) for f in failing
+        )
+        broken = ", ".join(
+            f"{check} for {plural(n, kind)} (see Accelerated paths)" for (check, kind), n in counts.items()
+        )
         second = broken if lead[1] == EVERY_PASSED else f"{lead[1]}; {broken}"
         lead = (lead[0], second, *lead[2:])
     return replace(gate, status=status, evidence=(*gate.evidence, *lines), lead=lead)
