@@ -141,6 +141,10 @@ def test_the_demo_finds_every_planted_problem_at_its_cause_and_nothing_else(tmp_
     assert "| Request class | Sent | Served | Declined | Failed | Answered elsewhere | Median s |" in md
     gates = {k: g["status"] for k, g in doc["gates"].items()}
     assert gates == {"tested": "fail", "docs": "fail", "merged": "fail", "deployed": "pass"}
+    # The Tested row says what each accelerated finding is about: a test, or a class of the sweep's requests.
+    lead = " ".join(doc["gates"]["tested"]["lead"])
+    assert "kill-switch-broken for 1 test (see Accelerated paths)" in lead
+    assert "served-elsewhere for 1 request class (see Accelerated paths)" in lead
     assert any("laptop lags 3 commits behind" in line for line in doc["gates"]["merged"]["evidence"])
     out = result.stdout
     assert [line.split()[0] for line in out.splitlines() if line.startswith("  found ")] == ["found"] * len(PLANTED)
