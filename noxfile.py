@@ -88,7 +88,9 @@ def bench(session: nox.Session) -> None:
     session.install(".[demo]", "detect-test-pollution", "requests")
     default = [
         "benchmarks/bench_check.py",
+        "benchmarks/bench_imports.py",
         "benchmarks/bench_test.py",
+        "benchmarks/bench_scale.py",
         "benchmarks/bench_bisect.py",
         "benchmarks/bench_stations.py",
         "benchmarks/bench_mlxlm.py",

@@ -3,6 +3,5 @@
 from __future__ import annotations
 
 from promote.cli.app import cli, main
-from promote.cli.commands import accel, evidence, release, testing  # noqa: F401  (registers the subcommands)
 
 __all__ = ["cli", "main"]

@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,17 +34,86 @@ candidate_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
+@dataclass(frozen=True)
+class Lazy:
+    """Where a subcommand lives, and its one-line summary: `promote --help` lists it without importing it."""
+
+    module: str  # under promote.cli.commands
+    function: str
+    summary: str  # the first line of the command's docstring (tests/cli/test_lazy.py holds them equal)
+
+
+# Each command's module is imported on first use, so `promote check` (a pre-push hook) never loads
+# what only `test`, `audit` or `accel` need: click's "Lazily Loading Subcommands" pattern.
+COMMANDS = {
+    "accel": Lazy(
+        "accel",
+        "accel_command",
+        "Check each accelerated path: kill switch both ways, numeric parity, interleaved A/B, validated OS builds.",
+    ),
+    "audit": Lazy(
+        "evidence", "audit", "Check, test, run every check, decide the four gates, and write the evidence pages."
+    ),
+    "bench": Lazy(
+        "accel",
+        "bench_command",
+        "Time one accelerated path's A/B, arms interleaved (only the bench: no switch or parity runs).",
+    ),
+    "bisect": Lazy(
+        "testing",
+        "bisect_command",
+        "Find which earlier test makes TEST_ID fail: rerun it alone, then bisect what ran before it.",
+    ),
+    "check": Lazy(
+        "release", "check", "Read-only verdict: can trunk be fast-forwarded to the candidate on every mirror?"
+    ),
+    "demo": Lazy(
+        "evidence",
+        "demo_command",
+        "Build an example workspace with planted problems and audit it end to end (exit 0: its findings are expected).",
+    ),
+    "history": Lazy("evidence", "history", "List recent runs with what changed, or show one run."),
+    "init": Lazy("release", "init", "Write a starter promote.toml from this repository's remotes and branches."),
+    "merge": Lazy("release", "merge", "Verify afresh, then fast-forward trunk on every mirror (never forced)."),
+    "stations": Lazy(
+        "testing",
+        "stations_command",
+        "Show the stations tests may run on: this one as detected, and the configured ones.",
+    ),
+    "test": Lazy("testing", "test_command", "Run the test packages with isolation; record what ran and what leaked."),
+}
+
+
 class PromoteGroup(click.Group):
-    """A click group whose `main` is the one place errors and verdicts become exit codes."""
+    """A click group that imports a command's module on first use, and whose `main` maps errors to exit codes."""
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         # Every command's --help ends with its exit codes and an example.
         cmd.epilog = cmd.epilog or epilog(name or cmd.name or "")
         super().add_command(cmd, name)
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            lazy = COMMANDS[cmd_name]
+            # importlib.import_module would do the same, but unseen by `python -X importtime` (the measure
+            # of what each command costs to start, BENCHMARKS.md): it bypasses the import statement's path.
+            module = __import__(f"promote.cli.commands.{lazy.module}", fromlist=[lazy.function])
+            command = getattr(module, lazy.function)
+            if not isinstance(command, click.Command):
+                raise TypeError(f"promote.cli.commands.{lazy.module}.{lazy.function} is not a click command")
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Each command with its whole one-line summary (wrapped, never cut off with "...")."""
-        rows = [(name, cmd.get_short_help_str(limit=1000)) for name, cmd in sorted(self.commands.items())]
+        """Each command with its whole one-line summary (wrapped, never cut off with "..."), none imported."""
+        rows = []
+        for name in self.list_commands(ctx):
+            loaded = self.commands.get(name)
+            summary = loaded.get_short_help_str(limit=1000) if loaded is not None else COMMANDS[name].summary
+            rows.append((name, summary))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)

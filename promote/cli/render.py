@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from promote.core.findings import Finding
-from promote.release.check import CheckResult
-from promote.release.drift import Drift, DriftUndecided
-from promote.release.merge import ADVANCED, MERGED, PARTIAL, WOULD_MERGE, MergeResult
-from promote.runners.stations import Inventory
+from promote.release.drift import DriftUndecided
+
+if TYPE_CHECKING:
+    # Annotations only: `promote check` renders with this module and must not load merge or the runners.
+    from promote.core.findings import Finding
+    from promote.release.check import CheckResult
+    from promote.release.drift import Drift
+    from promote.release.merge import MergeResult
+    from promote.runners.stations import Inventory
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -66,6 +71,8 @@ def check_report(r: CheckResult) -> str:
 
 def merge_record(r: MergeResult) -> str:
     """The record as a release note would put it."""
+    from promote.release.merge import ADVANCED, MERGED, PARTIAL, WOULD_MERGE
+
     cand = r.candidate[:7]
     if r.verdict == MERGED:
         by_before: dict[str, list[str]] = {}

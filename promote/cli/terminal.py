@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import IO
@@ -67,21 +68,26 @@ _WORDS = {
     "pass": "green", "PASS": "green", "promotable": "green", "merged": "green", "would-merge": "green",
     "up-to-date": "green", "all green": "green", "info": "cyan",
 }  # fmt: skip
-_WORD = "|".join(sorted((re.escape(w) for w in _WORDS), key=len, reverse=True))
-_PATTERNS = (
-    re.compile(rf"^(verdict: |audit \S+: )({_WORD})$"),  # check/merge verdict, audit headline
-    re.compile(rf"^()({_WORD})$"),  # test's closing line
-    re.compile(rf"^(  )({_WORD})(?= )"),  # a finding's severity
-    re.compile(rf"^()({_WORD})(?= )"),  # a gate's status
-    re.compile(rf"^(\S+ +)({_WORD})(?=  )"),  # a mirror's status column
-)
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], ...]:
+    """Where a word is coloured; compiled on first use, since output that is not a terminal never needs them."""
+    word = "|".join(sorted((re.escape(w) for w in _WORDS), key=len, reverse=True))
+    return (
+        re.compile(rf"^(verdict: |audit \S+: )({word})$"),  # check/merge verdict, audit headline
+        re.compile(rf"^()({word})$"),  # test's closing line
+        re.compile(rf"^(  )({word})(?= )"),  # a finding's severity
+        re.compile(rf"^()({word})(?= )"),  # a gate's status
+        re.compile(rf"^(\S+ +)({word})(?=  )"),  # a mirror's status column
+    )
 
 
 def colorize(text: str) -> str:
     """`text` with verdicts, gate statuses, severities and mirror statuses styled; the rest untouched."""
     out = []
     for line in text.split("\n"):
-        for pattern in _PATTERNS:
+        for pattern in _patterns():
             found = pattern.match(line)
             if found:
                 word = found[2]

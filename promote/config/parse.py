@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 import shlex
 import string
@@ -107,6 +106,8 @@ class Parser:
             raise self.fail(key, "a table", raw)
         unknown = sorted(set(raw) - allowed)
         if unknown:
+            import difflib  # only for the error: a valid config never needs it (and it imports heapq)
+
             near = difflib.get_close_matches(str(unknown[0]), sorted(allowed), n=1)
             hint = f"did you mean {near[0]!r}? " if near else ""
             raise ConfigError(

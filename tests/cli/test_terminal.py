@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
+
 from promote.cli import cli
 from promote.cli.terminal import EXIT_CODES
 from tests.helpers.cli import run
@@ -51,7 +53,10 @@ def test_verdicts_are_coloured_on_a_terminal_but_not_for_no_color_or_a_pipe(tmp_
 
 def test_help_shows_every_summary_whole_the_exit_codes_and_an_example() -> None:
     text = " ".join(run(Path("."), "--help").stdout.split())
-    for name, command in cli.commands.items():
+    ctx = click.Context(cli)
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        assert command is not None, name
         summary = " ".join((command.help or "").split("\n\n")[0].split())
         assert f"{name} {summary}" in text, name
     assert "Exit codes: 0 ok" in text and "_PROMOTE_COMPLETE=bash_source promote" in text

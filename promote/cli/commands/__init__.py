@@ -1,1 +1,1 @@
-"""The subcommands, one module per command family; importing them registers them on the group."""
+"""The subcommands, one module per command family; the group in app.py imports each on first use."""

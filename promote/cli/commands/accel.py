@@ -6,14 +6,14 @@ import sys
 
 import click
 
-from promote.cli.app import Context, LiveProgress, cli, emit, hold_lock, json_option, load_config_of
+from promote.cli.app import Context, LiveProgress, emit, hold_lock, json_option, load_config_of
 
 rounds_option = click.option(
     "--rounds", type=click.IntRange(1, 1000), default=None, help="A/B rounds (default: the configured number; >= 5)."
 )
 
 
-@cli.command("accel")
+@click.command("accel")
 @click.argument("name", required=False)
 @click.option("--no-bench", is_flag=True, help="Skip the interleaved A/B (the switch and parity still run).")
 @rounds_option
@@ -38,7 +38,7 @@ def accel_command(obj: Context, name: str | None, no_bench: bool, rounds: int | 
     sys.exit(report.exit_code)
 
 
-@cli.command("bench")
+@click.command("bench")
 @click.argument("name")
 @click.option("--baseline-ref", metavar="REF", default=None, help="Run the baseline from a git worktree of REF.")
 @rounds_option

@@ -11,7 +11,6 @@ from promote.cli.app import (
     Context,
     LiveProgress,
     candidate_option,
-    cli,
     command_line,
     emit,
     hold_lock,
@@ -28,7 +27,7 @@ AUDIT_EXIT = {"pass": EXIT_OK, "fail": EXIT_BLOCKED, "undecided": EXIT_UNDECIDED
 EXIT_UNPUBLISHED = EXIT_PARTIAL
 
 
-@cli.command()
+@click.command()
 @click.option("--publish", is_flag=True, help="Commit the Markdown page into the docs repository.")
 @click.option("--push", is_flag=True, help="With --publish: push that commit (never forced).")
 @click.option("--bench", is_flag=True, help="Also run each accelerated path's interleaved A/B (long).")
@@ -72,7 +71,7 @@ def audit(obj: Context, publish: bool, push: bool, bench: bool, candidate: str |
     sys.exit(code)
 
 
-@cli.command()
+@click.command()
 @click.argument("run_id", required=False)
 @click.option(
     "--limit", default=10, show_default=True, type=click.IntRange(1, 100000), help="How many recent runs to list."
@@ -87,7 +86,7 @@ def history(obj: Context, run_id: str | None, limit: int, as_json: bool) -> None
     emit(data, text, as_json=as_json)
 
 
-@cli.command("demo")
+@click.command("demo")
 @click.option(
     "--keep",
     metavar="DIR",

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from promote.cli.app import Context, candidate_option, cli, emit, hold_lock, json_option
+from promote.cli.app import Context, candidate_option, emit, hold_lock, json_option
 from promote.cli.ci_formats import format_option
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_PARTIAL, EXIT_UNDECIDED
 
@@ -21,7 +21,7 @@ EXIT_CODES = {
 }
 
 
-@cli.command()
+@click.command()
 @click.option("--overwrite", is_flag=True, help="Replace an existing promote.toml.")
 @click.pass_obj
 def init(obj: Context, overwrite: bool) -> None:
@@ -31,7 +31,7 @@ def init(obj: Context, overwrite: bool) -> None:
     click.echo(f"wrote {write_starter(obj.directory, overwrite=overwrite)}")
 
 
-@cli.command()
+@click.command()
 @candidate_option
 @json_option
 @format_option
@@ -46,7 +46,7 @@ def check(obj: Context, candidate: str | None, as_json: bool) -> None:
     sys.exit(EXIT_CODES[result.verdict])
 
 
-@cli.command()
+@click.command()
 @candidate_option
 @click.option("--dry-run", is_flag=True, help="Verify and say what would be pushed; push nothing.")
 @json_option

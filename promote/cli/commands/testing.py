@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from promote.cli.app import Context, LiveProgress, cli, command_line, emit, hold_lock, json_option, load_config_of
+from promote.cli.app import Context, LiveProgress, command_line, emit, hold_lock, json_option, load_config_of
 from promote.cli.ci_formats import format_option, junitxml_option, write_junitxml
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
 
@@ -20,7 +20,7 @@ BISECT_EXIT = {
 }
 
 
-@cli.command("test")
+@click.command("test")
 @click.option("--package", "package", metavar="NAME", default=None, help="Run only this package.")
 @click.option(
     "--candidate",
@@ -68,7 +68,7 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
     sys.exit(EXIT_OK if result.green else EXIT_BLOCKED)
 
 
-@cli.command("bisect")
+@click.command("bisect")
 @click.argument("test_id")
 @click.option("--package", "package", metavar="NAME", default=None, help="The package the test belongs to.")
 @json_option
@@ -105,7 +105,7 @@ def bisect_command(obj: Context, test_id: str, package: str | None, as_json: boo
     sys.exit(BISECT_EXIT[verdict.kind])
 
 
-@cli.command("stations")
+@click.command("stations")
 @json_option
 @click.pass_obj
 def stations_command(obj: Context, as_json: bool) -> None:

@@ -1,0 +1,29 @@
+"""A pytest plugin for bench_scale's linearity check: this process's CPU time after every 1,000th test.
+
+Does a test late in a run cost more than an early one? A list scanned per result or a file rewritten
+per test would make it so. Load it with `-p tick_plugin` (benchmarks/ on PYTHONPATH); it writes
+`N cpu_seconds` lines to $TICKS at the end of the session. See BENCHMARKS.md (issue 27).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+EVERY = 1000
+_seen = 0
+_marks: list[str] = []
+
+
+def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    global _seen
+    _seen += 1
+    if _seen % EVERY == 0:
+        _marks.append(f"{_seen} {time.process_time():.4f}\n")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    with open(os.environ["TICKS"], "w", encoding="utf-8") as f:
+        f.writelines(_marks)
