@@ -181,7 +181,7 @@ def commands(text: str) -> list[str]:
 
 def test_the_quick_start_installs_the_dev_extra_and_runs_the_test_command_ci_runs() -> None:
     assert commands(section(README, "Quick start")) == ["pip install -e '.[dev]' && promote demo", "pytest -n auto"]
-    assert "dev" in PROJECT["optional-dependencies"] and "demo" in cli.commands
+    assert "dev" in PROJECT["optional-dependencies"] and "demo" in cli.list_commands(click.Context(cli))
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert "pytest -n auto" in ci  # the README's test command is CI's, exactly
     assert commands(section(page("getting-started.md"), "Quick start")) == commands(section(README, "Quick start"))

@@ -129,7 +129,10 @@ def test_audit_annotation_names_the_workflow_file_and_line(fleet: Fleet, monkeyp
         ".github/workflows/ci.yml:5: at `jobs.t`: `stepz` is not a key GitHub accepts here; "
         "GitHub refuses the workflow, so none of its jobs runs"
     ]
-    assert any(line.startswith("::warning ") and "leaked-state" in line for line in lines)
+    # leaks = "report" (the default): test_b sees the variable test_a left, as plain pytest would, and fails;
+    # the leak is an error because a later test failed of it.
+    assert any(line.startswith("::error ") and "leaked-state" in line for line in lines)
+    assert any(line.startswith("::error ") and "order-dependent" in line and "test_b" in line for line in lines)
 
 
 def test_junitxml_writes_every_package_of_the_run(fleet: Fleet, tmp_path: Path) -> None:
