@@ -18,20 +18,25 @@ class Finding:
     subject: str
     message: str
     cause: str | None = None
+    # Every test a grouped finding is about, in full: its message names the first few and counts the rest.
+    tests: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity must be one of {SEVERITIES}, not {self.severity!r}")
 
     def to_json(self) -> dict[str, Any]:
-        """The contract's FINDING object."""
-        return {
+        """The contract's FINDING object (with `tests` when the finding groups several)."""
+        out: dict[str, Any] = {
             "check": self.check,
             "severity": self.severity,
             "subject": self.subject,
             "message": self.message,
             "cause": self.cause,
         }
+        if self.tests:
+            out["tests"] = list(self.tests)
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Finding:
@@ -43,4 +48,5 @@ class Finding:
             subject=str(d["subject"]),
             message=str(d["message"]),
             cause=None if cause is None else str(cause),
+            tests=tuple(str(t) for t in d.get("tests", ())),
         )

@@ -61,12 +61,17 @@ def _line(f: Finding, others: list[Finding]) -> dict[str, Any]:
         message = message[len(f.subject) + 2 :]
     # The cause only when it adds something: not the subject again, not a name the message already gives.
     cause = f.cause if f.cause and f.cause != f.subject and f.cause not in message else None
-    return {"severity": f.severity, "subjects": [f.subject], "cause": cause, "message": message}
+    line: dict[str, Any] = {"severity": f.severity, "subjects": [f.subject], "cause": cause, "message": message}
+    if f.tests:  # a grouped finding: its tests are a field, and its message already counts all but the first few
+        line["tests"], line["folded"] = list(f.tests), message
+    return line
 
 
 def _folded(line: dict[str, Any], known: set[str]) -> None:
     """The test ids of the run the line's message names, in order, and the message with all but the first FOLD
     of them counted instead ("and 76 more"): what a page shows of a finding that lists a whole suite."""
+    if "tests" in line:
+        return
     message = line["message"]
     spans = sorted((m.start(), m.end(), t) for t in known for m in re.finditer(re.escape(t), message))
     kept: list[tuple[int, int, str]] = []

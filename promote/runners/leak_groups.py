@@ -84,4 +84,5 @@ def _finding(leaks: list[LeakRecord], victims: dict[str, list[str]], unknown: st
         message += f"; whether a later test failed because of it is {unknown}"
     else:
         message += "; no later test failed because of it"
-    return Finding("leaked-state", severity, first.test, message, cause=folded(tests))
+    grouped = tuple(tests) if len(tests) > 1 else ()
+    return Finding("leaked-state", severity, first.test, message, cause=folded(tests), tests=grouped)

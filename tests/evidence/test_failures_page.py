@@ -56,13 +56,16 @@ def test_six_failures_by_name_and_an_86_id_finding_folded(tmp_path: Path) -> Non
     for test in red:
         assert f"- `{test}` (failed): AssertionError: case {test[-2]} is wrong; rerun: genuine" in md
         assert render_pages.id_breaks(test) in html
-    # The leak: 86 subjects on one line; the page shows ten and counts the rest, the JSON holds all 86.
+    # The leak: one finding for 86 tests that changed the same thing; the page names ten and counts the rest,
+    # the HTML folds all 86, the JSON holds all 86.
+    leakers = [f"tests/test_app.py::test_leaks[{n}]" for n in range(86)]
     [leaks] = [g for g in doc["findings_by_check"] if g["check"] == "leaked-state"]
-    [line] = leaks["lines"]
-    assert len(line["subjects"]) == 86 and len(leaks["findings"]) == 86
+    [finding] = leaks["findings"]
+    assert finding["tests"] == leakers and leaks["lines"][0]["tests"] == leakers
     [bullet] = [b for b in md.splitlines() if b.startswith("- **warning** `tests/test_app.py::test_leaks[0]`")]
-    assert bullet.count("`tests/test_app.py::test_leaks[") == 10 and " and 76 more: " in bullet
-    assert "<details><summary>all 86</summary>" in html
+    assert bullet.count("tests/test_app.py::test_leaks[") == 11 and " and 76 more) " in bullet  # subject + ten
+    assert "test_leaks[10]" not in bullet
+    assert "<details><summary>all 86</summary>" in html and "test_leaks[85]" in html
     assert str(tmp_path) not in md and str(tmp_path) not in html
 
 

@@ -278,6 +278,7 @@ def test_audit_without_a_deployed_ref_says_none_is_configured(fleet: Fleet) -> N
         "status": "undecided",
         "evidence": ["no deployed ref configured (promote.deployed or promote.deployed_command)"],
         "details": [],
+        "lead": ["no deployed ref configured (promote.deployed or promote.deployed_command)"],
     }
 
 
