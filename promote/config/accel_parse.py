@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from promote.config.model import AccelerationConfig, BenchConfig, ParityConfig, SweepConfig, SwitchConfig
+from promote.config.settings import AccelerationConfig, BenchConfig, ParityConfig, SweepConfig, SwitchConfig
 
 if TYPE_CHECKING:
     from promote.config.parse import Parser

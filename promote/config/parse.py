@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from promote.config.accel_parse import accelerations
-from promote.config.model import DEFAULT_TEST_PATHS as DEFAULT_TEST_PATHS
-from promote.config.model import (
+from promote.config.pagepath import path_problem
+from promote.config.settings import DEFAULT_TEST_PATHS as DEFAULT_TEST_PATHS
+from promote.config.settings import (
     PACKAGE_NAME,
     PACKAGE_NAME_RULE,
     SYNC_METHODS,
@@ -24,7 +25,6 @@ from promote.config.model import (
     RuleConfig,
     StationConfig,
 )
-from promote.config.pagepath import path_problem
 from promote.core.errors import ConfigError
 from promote.core.policies import CONFIGURABLE_LEAK_POLICIES, RESTORE
 from promote.core.station import Station

@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from promote.accel.run import AccelReport, run_accelerations
 from promote.accel.store import record as record_accel
+from promote.accel.verify import AccelReport, run_accelerations
 from promote.checks.ci import outcome as ci_outcome
 from promote.checks.ci import survey_ci
 from promote.checks.docs import audit_docs, index_path
@@ -35,7 +35,7 @@ from promote.release.check import CheckResult, check
 from promote.release.deployed import audit_deployed
 from promote.runners.causes.investigate import StepCallback
 from promote.runners.package import ProgressCallback
-from promote.runners.run import RunResult, new_run_id, run_tests
+from promote.runners.suite import RunResult, new_run_id, run_tests
 
 HISTORY_POINTS = 20
 

@@ -13,7 +13,7 @@ from promote.evidence.render import when
 from promote.release import journal
 from promote.release.check import CheckResult
 from promote.release.drift import Drift, DriftUndecided
-from promote.runners.run import RunResult
+from promote.runners.suite import RunResult
 from promote.runners.summary import PackageResult
 
 TITLES = (

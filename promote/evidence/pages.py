@@ -21,7 +21,7 @@ from promote.evidence.deltas import Deltas
 from promote.evidence.gates import TITLES, Gate, worst
 from promote.evidence.history import StoredRun
 from promote.release.check import CheckResult
-from promote.runners.run import RunResult
+from promote.runners.suite import RunResult
 
 SCHEMA_VERSION = 1
 # The schema shipped in the package, by its path in it (the shipped file's own `$id`).

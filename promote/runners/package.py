@@ -200,7 +200,7 @@ class PackageRun:
         self.env = environment(pkg, python)
         self.started = time.monotonic()
         self.phases = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
-        # More than one worker needs xdist: promote test refuses that before anything starts (runners.run).
+        # More than one worker needs xdist: promote test refuses that before anything starts (runners.suite).
         self.xdist = pkg.workers > 1 or has_xdist(python)
         self.stopped = False
         self.first = self._launch(*self.phases[0])

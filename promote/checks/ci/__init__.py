@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from promote.checks.ci.jobs import RUNS_HERE, JobPlan, plan
-from promote.checks.ci.model import DROPPED, RUN, Decision, NodeId
 from promote.checks.ci.nox import Noxfile
+from promote.checks.ci.terms import DROPPED, RUN, Decision, NodeId
 from promote.checks.ci.workflows import WORKFLOWS, read_workflows
 from promote.config import Config
 from promote.core.errors import PromoteError
