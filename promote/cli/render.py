@@ -64,8 +64,8 @@ def check_report(r: CheckResult) -> str:
     return "\n".join(lines)
 
 
-def merge_record(r: MergeResult) -> str:
-    """The record as a release note would put it."""
+def merge_report(r: MergeResult) -> str:
+    """The merge as a release note would put it."""
     cand = r.candidate[:7]
     if r.verdict == MERGED:
         by_before: dict[str, list[str]] = {}

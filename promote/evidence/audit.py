@@ -64,7 +64,7 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
-def inventory(ws: Workspace, run: RunResult | None) -> list[str]:
+def collected_ids(ws: Workspace, run: RunResult | None) -> list[str]:
     """Every test id that ran, relative to the repository root (what CI configurations name)."""
     if run is None:
         return []
@@ -90,7 +90,7 @@ def run_checks(ws: Workspace, result: CheckResult, run: RunResult | None) -> dic
     # check() already measured the drift (and raised on a measuring error); measuring again would rerun
     # deployed_command and could judge a different answer than the one the check reported.
     outcomes = {"deployed": audit_deployed(ws.repo, cfg, result.candidate, drift=result.drift)}
-    report = survey_ci(ws.repo.root, cfg, inventory(ws, run))
+    report = survey_ci(ws.repo.root, cfg, collected_ids(ws, run))
     # A repository without CI workflows has nothing for the CI audit to judge; the gate says so instead.
     if report.workflows:
         outcomes["ci"] = ci_outcome(report)
