@@ -197,7 +197,7 @@ def _cleaned(obj: Any, redactor: Redactor) -> Any:
 def write(doc: dict[str, Any], out_dir: Path, statements: dict[str, dict[str, Any]]) -> Pages:
     """Write evidence.json, evidence.md, evidence.html and one in-toto statement per package.
 
-    Every string is cleaned first (promote.redact): secrets redacted, control characters shown as `\\xNN`.
+    Every string is cleaned first (promote.core.redact): secrets redacted, control characters shown as `\\xNN`.
     """
     doc = cleaned(doc)
     state.private_dir(out_dir)

@@ -112,7 +112,7 @@ def has_xdist(python: str) -> bool:
 
 def environment(pkg: PackageConfig, python: str) -> dict[str, str]:
     env = {**os.environ, **dict(pkg.env)}
-    # The plugin redacts the values of these wherever they would be written (promote.redact).
+    # The plugin redacts the values of these wherever they would be written (promote.core.redact).
     env[PACKAGE_ENV_NAMES] = ",".join(name for name, _ in pkg.env)
     if python != sys.executable:
         # A foreign interpreter finds the plugin (and only promote) on its path.

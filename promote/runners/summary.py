@@ -87,7 +87,7 @@ class PackageResult:
 
     @property
     def blocked(self) -> int:
-        # Moved out of failed, errors and skipped by the requirements check (promote.checks.requirements).
+        # Moved out of failed, errors and skipped by the requirements check (promote.runners.requirements).
         return self.counts.get("blocked", 0)
 
     @property
