@@ -131,10 +131,6 @@ def counted(
     return tuple(out)
 
 
-def switch_runs(result: AccelResult) -> tuple[str, ...]:
-    return () if result.switch is None else (result.switch.off.run_id, result.switch.on.run_id)
-
-
 def run_bench(
     config: Config, accel: AccelerationConfig, *, rounds: int | None = None, baseline_ref: str | None = None,
     say: Say | None = None,

@@ -161,13 +161,6 @@ def tested_lead(run: RunResult, deltas: Deltas | None, ci: CheckOutcome | None, 
     return (total, second, third)
 
 
-def from_check(outcome: CheckOutcome | None, missing: str) -> Gate:
-    """A gate that one check decides on its own."""
-    if outcome is None:
-        return Gate(UNDECIDED, (missing,))
-    return Gate(outcome.status, tuple(line for line in (outcome.reason, *outcome.evidence) if line))
-
-
 def docs(outcome: CheckOutcome | None, missing: str) -> Gate:
     """Each feature and its page (or "no page"); where the pages were read, in the details."""
     if outcome is None:
