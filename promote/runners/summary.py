@@ -10,10 +10,10 @@ from pathlib import Path
 
 from promote.core.findings import Finding
 from promote.core.process import telling_line
-from promote.runners.causes.bisect import Verdict
 from promote.runners.package import ProcessOutcome, Watch
 from promote.runners.plugin import progress as progress_mod
 from promote.runners.plugin.records import TestRecord, read_all_results
+from promote.runners.rerun_verdict import Verdict
 
 # The keys of a package in run.json that count tests, as to_json writes them.
 STORED_COUNTS = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed", "blocked", "crashed")
