@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from promote.accel.model import ParityResult
+from promote.accel.results import ParityResult
 
 # safetensors dtype names -> numpy; BF16 is read as its raw 16 bits and widened (exactly) to float32.
 _SAFETENSORS = {

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from promote.accel.commands import Arm, CommandError, arm, run
-from promote.accel.model import ArmStats, BenchResult, Run
-from promote.config.model import AccelerationConfig, BenchConfig, Config
+from promote.accel.results import ArmStats, BenchResult, Run
+from promote.config.settings import AccelerationConfig, BenchConfig, Config
 from promote.core.stats import children_cpu, median_interval
 
 BASELINE, CANDIDATE = "baseline", "candidate"

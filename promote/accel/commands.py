@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from promote.config.model import AccelerationConfig, Config
+from promote.config.settings import AccelerationConfig, Config
 from promote.core.process import Finished, run_bounded, telling_line
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from promote.accel.ledger import Tally
-from promote.accel.model import BenchResult, ParityResult, SwitchResult
+from promote.accel.results import BenchResult, ParityResult, SwitchResult
 from promote.accel.sweep import SweepClass, SweepResult
-from promote.config.model import AccelerationConfig
+from promote.config.settings import AccelerationConfig
 from promote.core.findings import Finding
 
 # A failure this much faster than the path's own work did no work: it was a decision.

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from promote.accel.commands import CommandError, arm, run, shown
 from promote.accel.ledger import LEDGER_ENV, Engagement, read_tally
-from promote.accel.model import ParityResult
-from promote.config.model import AccelerationConfig, Config, ParityConfig
+from promote.accel.results import ParityResult
+from promote.config.settings import AccelerationConfig, Config, ParityConfig
 
 
 def check_parity(config: Config, accel: AccelerationConfig, parity: ParityConfig) -> ParityResult:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from promote.accel.engaged import grouped, secs, share
 from promote.accel.ledger import Engagement, Tally
-from promote.accel.model import AccelResult, BenchResult, ParityResult, SwitchRun
+from promote.accel.results import AccelResult, BenchResult, ParityResult, SwitchRun
 from promote.accel.sweep import SweepResult
 
 NOT_MEASURED = "engagement not measured (no ledger)"

@@ -7,11 +7,11 @@ import os
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from promote.config.model import Config
+from promote.config.settings import Config
 from promote.core import state
 
 if TYPE_CHECKING:
-    from promote.accel.run import AccelReport
+    from promote.accel.verify import AccelReport
 
 FILE = "accelerations.jsonl"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from promote.accel.commands import CommandError, arm, run, shown
 from promote.accel.ledger import LEDGER_ENV, Engagement, Entry, Tally, read, tally
-from promote.config.model import AccelerationConfig, Config, SweepConfig
+from promote.config.settings import AccelerationConfig, Config, SweepConfig
 
 Scalar = str | int | float | bool | None
 ClassKey = tuple[tuple[str, Scalar], ...]

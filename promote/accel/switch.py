@@ -7,11 +7,11 @@ import platform
 from pathlib import Path
 
 from promote.accel.ledger import LEDGER_ENV, Engagement, fresh, read_tally
-from promote.accel.model import StationBuild, SwitchResult, SwitchRun
-from promote.config.model import AccelerationConfig, Config
+from promote.accel.results import StationBuild, SwitchResult, SwitchRun
+from promote.config.settings import AccelerationConfig, Config
 from promote.runners.package import ProgressCallback
-from promote.runners.remote.run import ran_on
-from promote.runners.run import RunResult, run_tests
+from promote.runners.remote.station_run import ran_on
+from promote.runners.suite import RunResult, run_tests
 
 
 def with_switch(config: Config, accel: AccelerationConfig, value: str, ledger: Path | None = None) -> Config:

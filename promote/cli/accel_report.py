@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from promote.accel.rows import SWEEP_HEADER, rows, sweep_table
-from promote.accel.run import AccelReport
+from promote.accel.verify import AccelReport
 from promote.cli.render import findings_lines
 
 VERDICTS = {

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from promote.runners.run import RunResult
+    from promote.runners.suite import RunResult
 
 FORMAT = "promote.format"
 JUNITXML = "promote.junitxml"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from promote.cli.audit_report import audit_report
 from promote.demo.build import DOCS, MIRRORS, REPO
-from promote.demo.run import ALSO, PLANTED, DemoRun, matches
+from promote.demo.planted import ALSO, PLANTED, DemoRun, matches
 
 
 def demo_report(run: DemoRun) -> str:

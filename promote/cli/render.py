@@ -69,8 +69,8 @@ def check_report(r: CheckResult) -> str:
     return "\n".join(lines)
 
 
-def merge_record(r: MergeResult) -> str:
-    """The record as a release note would put it."""
+def merge_report(r: MergeResult) -> str:
+    """The merge as a release note would put it."""
     from promote.release.merge import ADVANCED, MERGED, PARTIAL, WOULD_MERGE
 
     cand = r.candidate[:7]

@@ -10,7 +10,7 @@ from typing import IO
 import click
 
 # Each command's exit codes and one example, shown under its --help (the README's table, command by command).
-EXIT_CODES = {
+EXIT_HELP = {
     "check": "0 promotable · 1 blocked · 2 usage/config error · 3 undecided (a mirror could not be read)",
     "merge": (
         "0 merged · 1 blocked (nothing pushed) · 2 usage · 3 undecided (nothing pushed) · 4 partial (rerun resumes)"
@@ -46,9 +46,9 @@ GROUP_EPILOG = (
 
 def epilog(name: str) -> str | None:
     """The exit codes and an example for command `name` (click keeps `\\b` paragraphs as written)."""
-    if name not in EXIT_CODES:
+    if name not in EXIT_HELP:
         return None
-    return f"\b\nExit codes: {EXIT_CODES[name]}\n\b\nExample:\n  {EXAMPLES[name]}"
+    return f"\b\nExit codes: {EXIT_HELP[name]}\n\b\nExample:\n  {EXAMPLES[name]}"
 
 
 def color_wanted(stream: IO[str]) -> bool:

@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from promote.config.model import (
+from promote.config.parse import Parser
+from promote.config.settings import (
     CONFIG_NAME,
     DEFAULT_TEST_PATHS,
     SYNC_METHODS,
@@ -18,7 +19,6 @@ from promote.config.model import (
     RuleConfig,
     StationConfig,
 )
-from promote.config.parse import Parser
 from promote.core.errors import ConfigError
 from promote.core.redact import register
 

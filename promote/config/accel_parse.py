@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from promote.config.model import AccelerationConfig, BenchConfig, ParityConfig, SweepConfig, SwitchConfig
-
-if TYPE_CHECKING:
-    from promote.config.parse import Parser
+from promote.config.settings import AccelerationConfig, BenchConfig, ParityConfig, SweepConfig, SwitchConfig
+from promote.config.tables import TableReader
 
 MIN_ROUNDS = 5  # fewer leave a median interval too wide to decide anything (see promote.core.stats)
 
@@ -34,7 +32,7 @@ def _int_in(low: int, high: int) -> Callable[[object], bool]:
     return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
 
 
-def accelerations(p: Parser, raw: object, packages: set[str]) -> tuple[AccelerationConfig, ...]:
+def accelerations(p: TableReader, raw: object, packages: set[str]) -> tuple[AccelerationConfig, ...]:
     """Every `[[PREFIX.accelerations]]` table, validated; names are unique, packages exist."""
     key = f"{p.prefix}.accelerations"
     if not isinstance(raw, list):
@@ -68,7 +66,7 @@ def accelerations(p: Parser, raw: object, packages: set[str]) -> tuple[Accelerat
     return tuple(out)
 
 
-def _switch(p: Parser, raw: object, where: str) -> SwitchConfig:
+def _switch(p: TableReader, raw: object, where: str) -> SwitchConfig:
     tbl = p.table(raw, where, {"env", "on", "off"})
     env = p.required(tbl, "env", where, "an environment variable name")
     if "=" in env or any(c.isspace() for c in env):
@@ -80,11 +78,11 @@ def _switch(p: Parser, raw: object, where: str) -> SwitchConfig:
     return SwitchConfig(env, on, off)
 
 
-def _command(p: Parser, tbl: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None:
+def _command(p: TableReader, tbl: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None:
     return p.command(tbl, key, where)
 
 
-def _parity(p: Parser, raw: object, where: str) -> ParityConfig:
+def _parity(p: TableReader, raw: object, where: str) -> ParityConfig:
     tbl = p.table(raw, where, {"command", "atol", "rtol", "timeout_s"})
     command = _command(p, tbl, "command", where)
     if command is None:
@@ -100,7 +98,7 @@ def _parity(p: Parser, raw: object, where: str) -> ParityConfig:
     )
 
 
-def _sweep(p: Parser, raw: object, where: str) -> SweepConfig:
+def _sweep(p: TableReader, raw: object, where: str) -> SweepConfig:
     tbl = p.table(raw, where, {"command", "group_by", "timeout_s"})
     command = _command(p, tbl, "command", where)
     if command is None or not any("{out}" in arg for arg in command):
@@ -118,7 +116,7 @@ def _sweep(p: Parser, raw: object, where: str) -> SweepConfig:
     )
 
 
-def _bench(p: Parser, raw: object, where: str) -> BenchConfig:
+def _bench(p: TableReader, raw: object, where: str) -> BenchConfig:
     tbl = p.table(
         raw, where, {"command", "baseline", "candidate", "rounds", "target", "warmup", "load_margin", "timeout_s"}
     )

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import re
-import shlex
 import string
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from promote.config.accel_parse import accelerations
-from promote.config.model import DEFAULT_TEST_PATHS as DEFAULT_TEST_PATHS
-from promote.config.model import (
+from promote.config.pagepath import path_problem
+from promote.config.settings import DEFAULT_TEST_PATHS as DEFAULT_TEST_PATHS
+from promote.config.settings import (
     PACKAGE_NAME,
     PACKAGE_NAME_RULE,
     SYNC_METHODS,
@@ -23,12 +23,9 @@ from promote.config.model import (
     RuleConfig,
     StationConfig,
 )
-from promote.config.pagepath import path_problem
-from promote.core.errors import ConfigError
+from promote.config.tables import TableReader
 from promote.core.policies import CONFIGURABLE_LEAK_POLICIES, REPORT
 from promote.core.station import Station
-
-T = TypeVar("T")
 
 
 def _is_str(v: object) -> bool:
@@ -90,54 +87,8 @@ def _local_path(base: Path, url: str) -> str:
     return str((base / url).resolve())
 
 
-class Parser:
-    """Walks the TOML tables; every error names the file, the dotted key and what was expected."""
-
-    def __init__(self, path: Path, prefix: str) -> None:
-        self.path = path
-        self.prefix = prefix
-
-    def fail(self, key: str, expected: str, got: object = None, *, show_got: bool = True) -> ConfigError:
-        got_text = f", got {got!r}" if show_got else ""
-        return ConfigError(f"{self.path}: {key}: expected {expected}{got_text}")
-
-    def table(self, raw: object, key: str, allowed: set[str]) -> Mapping[str, Any]:
-        if not isinstance(raw, dict):
-            raise self.fail(key, "a table", raw)
-        unknown = sorted(set(raw) - allowed)
-        if unknown:
-            import difflib  # only for the error: a valid config never needs it (and it imports heapq)
-
-            near = difflib.get_close_matches(str(unknown[0]), sorted(allowed), n=1)
-            hint = f"did you mean {near[0]!r}? " if near else ""
-            raise ConfigError(
-                f"{self.path}: {key}.{unknown[0]}: unknown key; {hint}expected one of {', '.join(sorted(allowed))}"
-            )
-        return raw
-
-    def get(
-        self,
-        tbl: Mapping[str, Any],
-        key: str,
-        where: str,
-        check: Callable[[object], bool],
-        expected: str,
-        default: T,
-    ) -> Any:
-        if key not in tbl:
-            return default
-        value = tbl[key]
-        if not check(value):
-            raise self.fail(f"{where}.{key}", expected, value)
-        return value
-
-    def required(self, tbl: Mapping[str, Any], key: str, where: str, expected: str) -> str:
-        if key not in tbl:
-            raise self.fail(f"{where}.{key}", f"{expected} (this key is required)", show_got=False)
-        value = tbl[key]
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(f"{where}.{key}", expected, value)
-        return value
+class Parser(TableReader):
+    """The main tables of the configuration (the accelerations are `accel_parse`'s)."""
 
     def config(self, raw: dict[str, Any]) -> Config:
         p = self.prefix
@@ -322,19 +273,6 @@ class Parser:
             hosted_available=self.get(tbl, "hosted_available", where, _is_bool, "true or false", True),
             repository=self.get(tbl, "repository", where, _is_repo_name, '"owner/name"', None),
         )
-
-    def command(self, tbl: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None:
-        """A command run without a shell: a string split like a shell would, or a list of arguments."""
-        expected = "a command line (string) or a non-empty list of arguments"
-        value = self.get(tbl, key, where, lambda v: _is_str(v) or _is_str_list(v), expected, None)
-        if isinstance(value, str):
-            try:
-                value = shlex.split(value)
-            except ValueError as e:
-                raise self.fail(f"{where}.{key}", f"{expected} ({e})", tbl[key]) from None
-        if value is not None and not value:
-            raise self.fail(f"{where}.{key}", expected, tbl[key])
-        return None if value is None else tuple(value)
 
     def docs(self, raw: object) -> DocsConfig:
         where = f"{self.prefix}.docs"

@@ -36,7 +36,7 @@ class Station:
             # On Apple silicon Metal is the GPU.
             return value in self.devices or (value == "gpu" and "metal" in self.devices)
         if kind == "memory":
-            # A bare `memory` (ran out of it) is relative to where it ran; see checks.requirements.
+            # A bare `memory` (ran out of it) is relative to where it ran; see runners.requirements.
             try:
                 return self.memory_gb is not None and self.memory_gb >= float(value)
             except ValueError:

@@ -7,9 +7,9 @@ from dataclasses import replace
 from typing import Any
 
 from promote.accel.rows import SWEEP_HEADER, rows, sweep_table
-from promote.accel.run import AccelReport
 from promote.accel.store import recent
-from promote.config.model import Config
+from promote.accel.verify import AccelReport
+from promote.config.settings import Config
 from promote.core.outcome import FAIL
 from promote.evidence.gates import EVERY_PASSED, Gate, plural, worst
 

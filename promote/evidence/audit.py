@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from promote.accel.run import AccelReport, run_accelerations
 from promote.accel.store import record as record_accel
+from promote.accel.verify import AccelReport, run_accelerations
 from promote.checks.ci import outcome as ci_outcome
 from promote.checks.ci import survey_ci
 from promote.checks.docs import audit_docs, index_path
@@ -35,7 +35,7 @@ from promote.release.check import CheckResult, check
 from promote.release.deployed import audit_deployed
 from promote.runners.causes.investigate import StepCallback
 from promote.runners.package import ProgressCallback
-from promote.runners.run import RunResult, new_run_id, run_tests
+from promote.runners.suite import RunResult, new_run_id, run_tests
 
 HISTORY_POINTS = 20
 
@@ -64,7 +64,7 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
-def inventory(ws: Workspace, run: RunResult | None) -> list[str]:
+def collected_ids(ws: Workspace, run: RunResult | None) -> list[str]:
     """Every test id that ran, relative to the repository root (what CI configurations name)."""
     if run is None:
         return []
@@ -90,7 +90,7 @@ def run_checks(ws: Workspace, result: CheckResult, run: RunResult | None) -> dic
     # check() already measured the drift (and raised on a measuring error); measuring again would rerun
     # deployed_command and could judge a different answer than the one the check reported.
     outcomes = {"deployed": audit_deployed(ws.repo, cfg, result.candidate, drift=result.drift)}
-    report = survey_ci(ws.repo.root, cfg, inventory(ws, run))
+    report = survey_ci(ws.repo.root, cfg, collected_ids(ws, run))
     # A repository without CI workflows has nothing for the CI audit to judge; the gate says so instead.
     if report.workflows:
         outcomes["ci"] = ci_outcome(report)

@@ -9,7 +9,7 @@ from typing import Any
 
 from promote.core.process import telling_line
 from promote.runners.plugin.records import read_all_results
-from promote.runners.run import RunResult
+from promote.runners.suite import RunResult
 from promote.runners.summary import PackageResult
 
 RED = ("failed", "error")

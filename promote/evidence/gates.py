@@ -13,7 +13,7 @@ from promote.evidence.render import when
 from promote.release import journal
 from promote.release.check import CheckResult
 from promote.release.drift import Drift, DriftUndecided
-from promote.runners.run import RunResult
+from promote.runners.suite import RunResult
 from promote.runners.summary import PackageResult
 
 TITLES = (
@@ -164,13 +164,6 @@ def tested_lead(run: RunResult, deltas: Deltas | None, ci: CheckOutcome | None, 
     second = f"{', '.join(red)}: each named under Tests" if red else EVERY_PASSED
     third = f"CI: {ci.reason}" if ci is not None else "no CI workflows to audit"
     return (total, second, third)
-
-
-def from_check(outcome: CheckOutcome | None, missing: str) -> Gate:
-    """A gate that one check decides on its own."""
-    if outcome is None:
-        return Gate(UNDECIDED, (missing,))
-    return Gate(outcome.status, tuple(line for line in (outcome.reason, *outcome.evidence) if line))
 
 
 def docs(outcome: CheckOutcome | None, missing: str) -> Gate:

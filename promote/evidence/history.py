@@ -116,7 +116,7 @@ class StoredRun:
 
 
 def _redacted(run: StoredRun) -> StoredRun:
-    """`run` with every secret (promote.redact) taken out of its text: the history outlives the run."""
+    """`run` with every secret (promote.core.redact) taken out of its text: the history outlives the run."""
     r = current_redactor()
     return replace(
         run,

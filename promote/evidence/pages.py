@@ -21,7 +21,7 @@ from promote.evidence.deltas import Deltas
 from promote.evidence.gates import TITLES, Gate, worst
 from promote.evidence.history import StoredRun
 from promote.release.check import CheckResult
-from promote.runners.run import RunResult
+from promote.runners.suite import RunResult
 
 SCHEMA_VERSION = 1
 # The schema shipped in the package, by its path in it (the shipped file's own `$id`).
@@ -202,7 +202,7 @@ def _cleaned(obj: Any, redactor: Redactor) -> Any:
 def write(doc: dict[str, Any], out_dir: Path, statements: dict[str, dict[str, Any]]) -> Pages:
     """Write evidence.json, evidence.md, evidence.html and one in-toto statement per package.
 
-    Every string is cleaned first (promote.redact): secrets redacted, control characters shown as `\\xNN`.
+    Every string is cleaned first (promote.core.redact): secrets redacted, control characters shown as `\\xNN`.
     """
     doc = cleaned(doc)
     state.private_dir(out_dir)

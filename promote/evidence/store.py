@@ -9,7 +9,7 @@ from promote.core import state
 from promote.core.findings import Finding
 from promote.core.git import run_git
 from promote.evidence.history import History, StoredRun, TestOutcome
-from promote.runners.run import RunResult
+from promote.runners.suite import RunResult
 
 
 def outcomes_of(run: RunResult | None) -> tuple[TestOutcome, ...]:

@@ -112,7 +112,7 @@ def has_xdist(python: str) -> bool:
 
 def environment(pkg: PackageConfig, python: str) -> dict[str, str]:
     env = {**os.environ, **dict(pkg.env)}
-    # The plugin redacts the values of these wherever they would be written (promote.redact).
+    # The plugin redacts the values of these wherever they would be written (promote.core.redact).
     env[PACKAGE_ENV_NAMES] = ",".join(name for name, _ in pkg.env)
     if python != sys.executable:
         # A foreign interpreter finds the plugin (and only promote) on its path.
@@ -200,7 +200,7 @@ class PackageRun:
         self.env = environment(pkg, python)
         self.started = time.monotonic()
         self.phases = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
-        # More than one worker needs xdist: promote test refuses that before anything starts (runners.run).
+        # More than one worker needs xdist: promote test refuses that before anything starts (runners.suite).
         self.xdist = pkg.workers > 1 or has_xdist(python)
         self.stopped = False
         self.first = self._launch(*self.phases[0])

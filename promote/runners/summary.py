@@ -10,10 +10,10 @@ from pathlib import Path
 
 from promote.core.findings import Finding
 from promote.core.process import telling_line
-from promote.runners.causes.bisect import Verdict
 from promote.runners.package import ProcessOutcome, Watch
 from promote.runners.plugin import progress as progress_mod
 from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, read_all_results
+from promote.runners.rerun_verdict import Verdict
 
 # The keys of a package in run.json that count tests, as to_json writes them.
 STORED_COUNTS = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed", "blocked", "crashed")
@@ -91,7 +91,7 @@ class PackageResult:
 
     @property
     def blocked(self) -> int:
-        # Moved out of failed, errors and skipped by the requirements check (promote.checks.requirements).
+        # Moved out of failed, errors and skipped by the requirements check (promote.runners.requirements).
         return self.counts.get("blocked", 0)
 
     @property

@@ -58,7 +58,7 @@ SOURCES = {
     "integration/test_e2e.py": "def test_e2e(): pass\n",
 }
 
-INVENTORY = [
+COLLECTED = [
     "tests/test_stream.py::test_stream_a",
     "tests/test_stream.py::test_stream_b",
     "tests/test_device.py::DeviceCase::test_cpu",
@@ -94,7 +94,7 @@ def test_incident_workflows_name_every_filter_and_every_job_that_cannot_run(tmp_
     }
     cfg = workspace(tmp_path, files)
 
-    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, COLLECTED))
 
     assert outcome.status == "fail"
     found = by_subject(outcome)
@@ -140,7 +140,7 @@ def test_incident_workflows_name_every_filter_and_every_job_that_cannot_run(tmp_
 def test_report_lists_each_matrix_entry_with_its_runner_and_commands(tmp_path: Path) -> None:
     cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/unit.yaml": UNIT_YAML})
 
-    report = survey_ci(tmp_path, cfg, INVENTORY)
+    report = survey_ci(tmp_path, cfg, COLLECTED)
 
     rows = [(j.job, j.runs_on, j.state, j.tests_run) for j in report.jobs]
     assert rows == [
@@ -156,7 +156,7 @@ def test_every_test_run_by_reachable_jobs_passes_with_counts(tmp_path: Path) -> 
     workflow = "on: push\njobs:\n  t:\n    runs-on: ubuntu-22.04\n    steps:\n      - run: python3 -m pytest -n auto\n"
     cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow})
 
-    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, COLLECTED))
 
     assert (outcome.status, outcome.reason) == ("pass", "CI runs all 7 test ids")
     assert outcome.findings == ()
@@ -181,8 +181,8 @@ jobs:
     files = {**SOURCES, "tests/test_model.py": slow_load, ".github/workflows/t.yml": workflow}
     cfg = workspace(tmp_path, files)
 
-    report = survey_ci(tmp_path, cfg, INVENTORY)
-    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
+    report = survey_ci(tmp_path, cfg, COLLECTED)
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, COLLECTED))
 
     assert outcome.status == "fail"
     assert [(n.test, n.why) for n in report.not_run] == [
@@ -211,7 +211,7 @@ jobs:
     git(tmp_path, "init", "-q", "-b", "main")
     git(tmp_path, "remote", "add", "origin", "git@github.com:upstream/name.git")
 
-    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, COLLECTED))
 
     assert outcome.status == "pass"
     assert outcome.evidence[0] == "1 workflow file(s) in .github/workflows, 1 job(s); repository upstream/name"
@@ -224,7 +224,7 @@ def test_unknown_repository_leaves_a_pinned_job_undecided(tmp_path: Path) -> Non
     )
     cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow}, "runners = []\n")
 
-    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, COLLECTED))
 
     assert outcome.status == "undecided"
     assert "the repository's name is not known (set [promote.ci] repository)" in outcome.reason
@@ -236,7 +236,7 @@ def test_hosted_labels_count_only_while_hosted_runners_are_available(tmp_path: P
         tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow}, 'runners = ["mini"]\nhosted_available = false\n'
     )
 
-    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, COLLECTED))
 
     assert outcome.status == "fail"
     # The only testing job cannot run: one finding for it and the 7 tests of 4 modules it leaves out.
@@ -260,10 +260,10 @@ def test_a_filter_that_drops_few_tests_names_them_and_a_large_group_names_every_
         "      - run: pytest tests --ignore=tests/test_core.py -k 'not b'\n"
     )
     cfg = workspace(tmp_path, {"tests/test_core.py": core, **many, ".github/workflows/t.yml": workflow})
-    inventory = ["tests/test_core.py::test_fast", "tests/test_core.py::test_slow_device"]
-    inventory += [f"tests/test_m{i}.py::test_{x}" for i in range(6) for x in "ab"]
+    collected = ["tests/test_core.py::test_fast", "tests/test_core.py::test_slow_device"]
+    collected += [f"tests/test_m{i}.py::test_{x}" for i in range(6) for x in "ab"]
 
-    found = by_subject(ci_outcome(survey_ci(tmp_path, cfg, inventory)))
+    found = by_subject(ci_outcome(survey_ci(tmp_path, cfg, collected)))
 
     # One test deselected: the finding names it, not only its module.
     assert found['.github/workflows/t.yml: job t: -k "not slow_device"'] == (
@@ -300,7 +300,7 @@ def integration(session):
     )
     cfg = workspace(tmp_path, {**SOURCES, "noxfile.py": noxfile, ".github/workflows/nox.yml": workflow})
 
-    report = survey_ci(tmp_path, cfg, INVENTORY)
+    report = survey_ci(tmp_path, cfg, COLLECTED)
 
     assert report.jobs[0].commands == (
         "nox -- --deselect tests/test_model.py::test_device_leak "
@@ -328,13 +328,13 @@ def test_ini_addopts_working_directory_and_repository_scripts_are_followed(tmp_p
         ),
     }
     cfg = workspace(tmp_path, files)
-    inventory = [
+    collected = [
         "packages/a/tests/test_fast.py::test_fast",
         "packages/a/tests/test_slow.py::test_slow",
         "packages/b/tests/test_b.py::test_b",
     ]
 
-    report = survey_ci(tmp_path, cfg, inventory)
+    report = survey_ci(tmp_path, cfg, collected)
 
     assert report.jobs[0].commands == ("pytest tests",)
     assert {n.test: n.why for n in report.not_run} == {
@@ -361,7 +361,7 @@ def test_launchers_the_audit_cannot_read_make_the_outcome_undecided(tmp_path: Pa
     workflow = "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: tox -e py311\n"
     cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow})
 
-    outcome = ci_outcome(survey_ci(tmp_path, cfg, INVENTORY))
+    outcome = ci_outcome(survey_ci(tmp_path, cfg, COLLECTED))
 
     assert outcome.status == "undecided"
     assert outcome.reason == (
@@ -372,7 +372,7 @@ def test_launchers_the_audit_cannot_read_make_the_outcome_undecided(tmp_path: Pa
 
 def test_no_workflows_is_undecided_and_no_inventory_is_undecided(tmp_path: Path) -> None:
     cfg = workspace(tmp_path, SOURCES)
-    assert ci_outcome(survey_ci(tmp_path, cfg, INVENTORY)).reason == (
+    assert ci_outcome(survey_ci(tmp_path, cfg, COLLECTED)).reason == (
         "no GitHub Actions workflows in .github/workflows (the audit reads no other CI)"
     )
     (tmp_path / ".github/workflows").mkdir(parents=True)
@@ -393,7 +393,7 @@ def test_a_module_pytest_could_not_collect_is_still_run_by_unittest_discovery(tm
     }
     cfg = workspace(tmp_path, sources)
 
-    # A module that failed to collect shows up in the inventory as its path alone.
+    # A module that failed to collect shows up among the collected ids as its path alone.
     outcome = ci_outcome(survey_ci(tmp_path, cfg, ["tests/test_broken.py", "tests/test_case.py::Case::test_a"]))
 
     assert (outcome.status, outcome.reason) == ("pass", "CI runs all 2 test ids")

@@ -9,9 +9,9 @@ import pytest
 from promote.checks.ci import selectors
 from promote.checks.ci.commands import Opaque, classify
 from promote.checks.ci.expr import evaluate_if
-from promote.checks.ci.model import NodeId, Word
 from promote.checks.ci.pytest_run import PytestRun
 from promote.checks.ci.shell import Invocation, invocations
+from promote.checks.ci.terms import NodeId, Word
 from promote.checks.ci.unittest_run import UnittestRun
 
 

@@ -12,7 +12,7 @@ TESTS = {
     "tests/test_core.py": "def test_a(): pass\ndef test_b(): pass\n",
     "packages/x/tests/test_x.py": "def test_x(): pass\n",
 }
-INVENTORY = ["tests/test_core.py::test_a", "tests/test_core.py::test_b", "packages/x/tests/test_x.py::test_x"]
+COLLECTED = ["tests/test_core.py::test_a", "tests/test_core.py::test_b", "packages/x/tests/test_x.py::test_x"]
 JOB = """\
 jobs:
   tests:
@@ -24,7 +24,7 @@ jobs:
 
 
 def survey(
-    root: Path, workflows: dict[str, str], files: dict[str, str] | None = None, inventory: list[str] = INVENTORY
+    root: Path, workflows: dict[str, str], files: dict[str, str] | None = None, collected: list[str] = COLLECTED
 ) -> CIReport:
     """Survey a checkout holding TESTS, `files` and the given workflow files (name -> text)."""
     all_files = {**TESTS, **(files or {}), **{f".github/workflows/{k}": v for k, v in workflows.items()}}
@@ -33,7 +33,7 @@ def survey(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     (root / "promote.toml").write_text('[promote]\ntrunk = "main"\n[promote.ci]\nrunners = ["ubuntu-latest"]\n')
-    return survey_ci(root, config.load(root / "promote.toml"), inventory)
+    return survey_ci(root, config.load(root / "promote.toml"), collected)
 
 
 def checks(report: CIReport) -> list[tuple[str, str, str]]:
@@ -171,7 +171,7 @@ def test_a_typo_in_a_job_key_is_an_invalid_workflow_with_its_line(tmp_path: Path
         ".github/workflows/ci.yml:5: at `jobs.tests`: `stepz` is not a key GitHub accepts here; "
         "GitHub refuses the workflow, so none of its jobs runs",
     )
-    outcome = ci_outcome(survey_ci(tmp_path, config.load(tmp_path / "promote.toml"), INVENTORY))
+    outcome = ci_outcome(survey_ci(tmp_path, config.load(tmp_path / "promote.toml"), COLLECTED))
     assert outcome.status == "fail"
     assert "1 workflow file(s) GitHub would refuse" in outcome.reason
 

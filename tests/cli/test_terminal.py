@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from promote.cli import cli
-from promote.cli.terminal import EXIT_CODES
+from promote.cli.terminal import EXIT_HELP
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import make_fleet
 from tests.helpers.packages import write_config, write_package
@@ -60,7 +60,7 @@ def test_help_shows_every_summary_whole_the_exit_codes_and_an_example() -> None:
         summary = " ".join((command.help or "").split("\n\n")[0].split())
         assert f"{name} {summary}" in text, name
     assert "Exit codes: 0 ok" in text and "_PROMOTE_COMPLETE=bash_source promote" in text
-    for name, codes in EXIT_CODES.items():
+    for name, codes in EXIT_HELP.items():
         own = " ".join(run(Path("."), name, "--help").stdout.split())
         assert f"Exit codes: {codes}" in own and "Example: promote " in own, name
 

@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from promote.demo import build as demo_build
-from promote.demo.run import PLANTED
+from promote.demo.planted import PLANTED
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import git
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from promote.config import load_config
 from promote.evidence import gates
-from promote.runners.run import run_tests
+from promote.runners.suite import run_tests
 from tests.helpers.packages import write_config, write_package
 
 SERIAL = """

@@ -17,7 +17,7 @@ from in_toto_attestation.v1.statement import Statement
 
 from promote import config
 from promote.evidence import intoto
-from promote.runners.run import run_tests
+from promote.runners.suite import run_tests
 from tests.helpers.packages import write_config, write_package
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -12,7 +12,7 @@ import pytest
 
 from promote import config
 from promote.evidence import gates
-from promote.runners.run import run_tests
+from promote.runners.suite import run_tests
 from tests.helpers.cli import run_json
 from tests.helpers.packages import write_config, write_package
 

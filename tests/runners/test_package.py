@@ -10,7 +10,7 @@ from promote import config
 from promote.runners.package import Watch
 from promote.runners.plugin.progress import ProgressLog, unfinished
 from promote.runners.plugin.records import progress_path
-from promote.runners.run import run_tests
+from promote.runners.suite import run_tests
 from tests.helpers.cli import run
 from tests.helpers.packages import write_config, write_package
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from promote.checks.ci.jobs import RUNS_HERE, JobPlan, plan
-from promote.checks.ci.model import DROPPED, RUN, Decision, NodeId
 from promote.checks.ci.nox import Noxfile
+from promote.checks.ci.terms import DROPPED, RUN, Decision, NodeId
 from promote.checks.ci.workflows import WORKFLOWS, read_workflows
 from promote.config import Config
 from promote.core.errors import PromoteError
@@ -51,7 +51,7 @@ class CIReport:
     repository: str | None
     jobs: tuple[JobReport, ...]
     problems: tuple[str, ...]
-    inventory: int
+    collected: int  # test ids the run collected
     run: int
     not_run: tuple[NotRun, ...]
     undecided: tuple[tuple[str, str], ...]  # (test id, what could not be evaluated)
@@ -71,8 +71,8 @@ def repository_of(root: Path, configured: str | None) -> str | None:
     return f"{m.group(1)}/{m.group(2)}" if m else None
 
 
-def survey_ci(root: Path, config: Config, inventory: Sequence[str]) -> CIReport:
-    """Read the workflows and decide, for every test id in `inventory`, whether some CI job runs it."""
+def survey_ci(root: Path, config: Config, collected: Sequence[str]) -> CIReport:
+    """Read the workflows and decide, for every test id in `collected`, whether some CI job runs it."""
     repository = repository_of(root, config.ci.repository)
     jobs, problems = read_workflows(root, repository, config.trunk)
     noxfiles: dict[str, Noxfile | str] = {}
@@ -81,7 +81,7 @@ def survey_ci(root: Path, config: Config, inventory: Sequence[str]) -> CIReport:
     run_by: Counter[int] = Counter()
     not_run: list[NotRun] = []
     undecided: list[tuple[str, str]] = []
-    for raw in inventory:
+    for raw in collected:
         if not jobs and not problems:
             undecided.append((raw, f"no GitHub Actions workflows in {WORKFLOWS}"))
             continue
@@ -105,14 +105,14 @@ def survey_ci(root: Path, config: Config, inventory: Sequence[str]) -> CIReport:
                 why = "no CI test command covers it" if decisions else "no CI job runs pytest or unittest"
                 not_run.append(NotRun(raw, why, None))
     findings = [Finding("ci-workflow-invalid", "error", p.source, p.message) for p in problems]
-    findings += _grouped(not_run, plans, Counter(NodeId.parse(raw).module for raw in inventory))
+    findings += _grouped(not_run, plans, Counter(NodeId.parse(raw).module for raw in collected))
     reports = tuple(_report(p, run_by[testing.index(p)] if p in testing else 0) for p in plans)
     return CIReport(
         repository=repository,
         jobs=reports,
         problems=tuple(p.message for p in problems),
-        inventory=len(inventory),
-        run=len(inventory) - len(not_run) - len(undecided),
+        collected=len(collected),
+        run=len(collected) - len(not_run) - len(undecided),
         not_run=tuple(not_run),
         undecided=tuple(undecided),
         findings=tuple(findings),
@@ -129,17 +129,17 @@ def outcome(r: CIReport) -> CheckOutcome:
     ]
     for j in r.jobs:
         state = "" if j.state == RUNS_HERE else f" {j.why}"
-        count = f": runs {j.tests_run} of {r.inventory} test ids" if j.commands else ": runs no tests"
+        count = f": runs {j.tests_run} of {r.collected} test ids" if j.commands else ": runs no tests"
         evidence.append(f"job `{j.job}` of {j.source} on [{j.runs_on}]{state}{count}")
         evidence += [f"  `{c}`" for c in j.commands]
-    evidence.append(f"{len(running)} job(s) run {r.run} of {r.inventory} test ids")
+    evidence.append(f"{len(running)} job(s) run {r.run} of {r.collected} test ids")
     for why, n in Counter(why for _, why in r.undecided).most_common():
         evidence.append(f"{n} test id(s) undecided: {why}")
     errors = [f for f in r.findings if f.severity == "error"]
     if errors:
         parts = []
         if r.not_run:
-            parts.append(f"{len(r.not_run)} of {r.inventory} test ids are run by no CI job")
+            parts.append(f"{len(r.not_run)} of {r.collected} test ids are run by no CI job")
         unreachable = sum(f.check == "ci-unreachable-runner" for f in r.findings)
         if unreachable:
             parts.append(f"{unreachable} job(s) cannot run in this repository")
@@ -149,13 +149,13 @@ def outcome(r: CIReport) -> CheckOutcome:
     if not r.workflows:
         why = f"no GitHub Actions workflows in {WORKFLOWS} (the audit reads no other CI)"
         return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings)
-    if not r.inventory:
+    if not r.collected:
         why = "no test inventory to compare with (run `promote test` first)"
         return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings)
     if r.undecided:
-        why = f"{len(r.undecided)} of {r.inventory} test ids cannot be decided: {r.undecided[0][1]}"
+        why = f"{len(r.undecided)} of {r.collected} test ids cannot be decided: {r.undecided[0][1]}"
         return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings)
-    return CheckOutcome(NAME, PASS, f"CI runs all {r.inventory} test ids", tuple(evidence), r.findings)
+    return CheckOutcome(NAME, PASS, f"CI runs all {r.collected} test ids", tuple(evidence), r.findings)
 
 
 def _subject(p: JobPlan) -> str:

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from promote.checks.ci.model import Word, normalize, show
 from promote.checks.ci.pytest_run import PytestRun
 from promote.checks.ci.shell import Invocation
+from promote.checks.ci.terms import Word, normalize, show
 from promote.checks.ci.unittest_run import UnittestRun
 
 _PYTHON = re.compile(r"(python[0-9.]*|pypy[0-9.]*|py)")

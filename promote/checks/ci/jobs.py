@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from promote.checks.ci.commands import NoxCall, Opaque, classify
-from promote.checks.ci.model import RUN, RUNS, Decision, NodeId, label
 from promote.checks.ci.nox import Noxfile
 from promote.checks.ci.pytest_run import PytestRun
 from promote.checks.ci.shell import invocations
+from promote.checks.ci.terms import RUN, RUNS, Decision, NodeId, label
 from promote.checks.ci.unittest_run import UnittestRun
 from promote.checks.ci.workflows import Job
 from promote.config import CIConfig

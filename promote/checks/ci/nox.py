@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from promote.checks.ci.commands import NoxCall
-from promote.checks.ci.model import Word, normalize
 from promote.checks.ci.shell import Invocation
+from promote.checks.ci.terms import Word, normalize
 
 # Where a session passes `*session.posargs`: replaced by what follows `--` on the nox command line.
 POSARGS = Word("*session.posargs", known=False)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from promote.checks.ci import selectors
-from promote.checks.ci.model import RUN, RUNS, Decision, NodeId, Word, normalize, under, words
+from promote.checks.ci.terms import RUN, RUNS, Decision, NodeId, Word, normalize, under, words
 from promote.core.pytest_ini import Ini, find_ini, read_ini
 
 SHORT_VALUE = set("kmpcnWor")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from _pytest.mark import expression as pytest_expression
 
-from promote.checks.ci.model import NodeId
+from promote.checks.ci.terms import NodeId
 
 # pytest 8.0 raises its own ParseError for a malformed expression; later versions raise SyntaxError.
 _PARSE_ERRORS: tuple[type[Exception], ...] = (SyntaxError, getattr(pytest_expression, "ParseError", SyntaxError))

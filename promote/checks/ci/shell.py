@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from promote.checks.ci.model import Word, normalize
+from promote.checks.ci.terms import Word, normalize
 
 CONTROL = ("&&", "||", ";;", "|&", ";", "|", "&", "(", ")")
 REDIRECT = ("&>>", "&>", ">>", ">&", ">|", "<<<", "<<-", "<<", "<&", "<>", ">", "<")

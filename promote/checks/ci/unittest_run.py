@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from promote.checks.ci.model import RUNS, Decision, NodeId, Word, normalize, under
+from promote.checks.ci.terms import RUNS, Decision, NodeId, Word, normalize, under
 
 # unittest.loader.VALID_MODULE_NAME: discovery skips files whose names are not importable.
 _VALID_MODULE = re.compile(r"[_a-z]\w*\.py$", re.IGNORECASE)

@@ -12,7 +12,7 @@ import yaml
 
 from promote.checks.ci import schema
 from promote.checks.ci.expr import Truth, evaluate_if
-from promote.checks.ci.model import WORKSPACE, normalize
+from promote.checks.ci.terms import WORKSPACE, normalize
 from promote.checks.ci.triggers import Event, Trigger, read_on
 
 WORKFLOWS = ".github/workflows"

@@ -21,8 +21,8 @@ rounds_option = click.option(
 @click.pass_obj
 def accel_command(obj: Context, name: str | None, no_bench: bool, rounds: int | None, as_json: bool) -> None:
     """Check each accelerated path: kill switch both ways, numeric parity, interleaved A/B, validated OS builds."""
-    from promote.accel.run import run_accelerations
     from promote.accel.store import record
+    from promote.accel.verify import run_accelerations
     from promote.cli.accel_report import accel_report
 
     config = load_config_of(obj)
@@ -46,8 +46,8 @@ def accel_command(obj: Context, name: str | None, no_bench: bool, rounds: int | 
 @click.pass_obj
 def bench_command(obj: Context, name: str, baseline_ref: str | None, rounds: int | None, as_json: bool) -> None:
     """Time one accelerated path's A/B, arms interleaved (only the bench: no switch or parity runs)."""
-    from promote.accel.run import AccelReport, bench_only
     from promote.accel.store import record
+    from promote.accel.verify import AccelReport, bench_only
     from promote.cli.accel_report import accel_report
 
     config = load_config_of(obj)

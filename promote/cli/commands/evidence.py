@@ -97,7 +97,7 @@ def history(obj: Context, run_id: str | None, limit: int, as_json: bool) -> None
 def demo_command(keep: Path | None) -> None:
     """Build an example workspace with planted problems and audit it end to end (exit 0: its findings are expected)."""
     from promote.cli.demo_report import demo_report
-    from promote.demo.run import demo
+    from promote.demo.planted import demo
 
     progress = LiveProgress(live=sys.stderr.isatty())
     run = demo(keep, say=lambda line: click.echo(line, err=True), on_progress=progress.update)

@@ -11,7 +11,7 @@ from promote.cli.ci_formats import format_option
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_PARTIAL, EXIT_UNDECIDED
 
 # Verdicts to exit codes, the contract in one table.
-EXIT_CODES = {
+EXIT_BY_VERDICT = {
     "promotable": EXIT_OK,
     "merged": EXIT_OK,
     "would-merge": EXIT_OK,
@@ -43,7 +43,7 @@ def check(obj: Context, candidate: str | None, as_json: bool) -> None:
 
     result = run_check(obj.workspace(), candidate)
     emit(result.to_json(), check_report(result), as_json=as_json)
-    sys.exit(EXIT_CODES[result.verdict])
+    sys.exit(EXIT_BY_VERDICT[result.verdict])
 
 
 @click.command()
@@ -53,7 +53,7 @@ def check(obj: Context, candidate: str | None, as_json: bool) -> None:
 @click.pass_obj
 def merge(obj: Context, candidate: str | None, dry_run: bool, as_json: bool) -> None:
     """Verify afresh, then fast-forward trunk on every mirror (never forced)."""
-    from promote.cli.render import merge_record
+    from promote.cli.render import merge_report
     from promote.release.merge import merge as run_merge
 
     ws = obj.workspace()
@@ -61,5 +61,5 @@ def merge(obj: Context, candidate: str | None, dry_run: bool, as_json: bool) -> 
         result = run_merge(ws, candidate, dry_run=dry_run)
     for note in result.notes:
         click.echo(f"promote: {note}", err=True)
-    emit(result.to_json(), merge_record(result), as_json=as_json)
-    sys.exit(EXIT_CODES[result.verdict])
+    emit(result.to_json(), merge_report(result), as_json=as_json)
+    sys.exit(EXIT_BY_VERDICT[result.verdict])

@@ -36,11 +36,11 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
     """Run the test packages with isolation; record what ran and what leaked."""
     from datetime import datetime, timezone
 
-    from promote.cli.test_report import run_report
+    from promote.cli.run_report import run_report
     from promote.config import load_config
     from promote.core.state import new_run_id
     from promote.evidence.store import head_commit, record_interrupted_run, record_test_run
-    from promote.runners.run import run_tests
+    from promote.runners.suite import run_tests
 
     progress = LiveProgress(live=sys.stderr.isatty())
     config = load_config(obj.directory, obj.config)
@@ -76,7 +76,7 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
 def bisect_command(obj: Context, test_id: str, package: str | None, as_json: bool) -> None:
     """Find which earlier test makes TEST_ID fail: rerun it alone, then bisect what ran before it."""
     from promote.runners.causes.investigate import bisect_by_hand
-    from promote.runners.run import last_run_dir, select
+    from promote.runners.suite import last_run_dir, select
 
     config = load_config_of(obj)
     chosen = select(config, package)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from promote.runners.rerun_verdict import Verdict as Verdict
+
 GENUINE = "genuine"
 ORDER_DEPENDENT = "order-dependent"
 FLAKY = "flaky"
@@ -25,17 +27,6 @@ class BudgetExhausted(CannotTell):
 
 class Hung(CannotTell):
     """The test ran past its timeout when run alone: it hangs (or is too slow) by itself."""
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What the reruns showed about one failing test."""
-
-    test: str
-    kind: str
-    polluters: tuple[str, ...] = ()
-    reruns: int = 0
-    detail: str = ""
 
 
 class Oracle:

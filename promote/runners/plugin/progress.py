@@ -97,7 +97,7 @@ class ProgressLog:
     ) -> None:
         """A test's protocol ended with `outcome`; its records and new findings survive a later crash."""
         line: dict[str, Any] = {"event": "finish", "nodeid": nodeid, "index": index, "outcome": outcome}
-        # A failure's text or a finding may quote a secret: redacted (promote.redact) before it is written.
+        # A failure's text or a finding may quote a secret: redacted (promote.core.redact) before it is written.
         if records:
             line["records"] = current_redactor().data(records)
         if findings:

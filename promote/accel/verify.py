@@ -14,15 +14,15 @@ from promote.accel import engaged
 from promote.accel import switch as switch_mod
 from promote.accel.commands import Arm, CommandError
 from promote.accel.ledger import LEDGER_ENV, Engagement, fresh, read_tally
-from promote.accel.model import AccelResult, BenchResult, ParityResult, StationBuild, SwitchResult, broken
 from promote.accel.parity import check_parity
+from promote.accel.results import AccelResult, BenchResult, ParityResult, StationBuild, SwitchResult, broken
 from promote.accel.sweep import SweepResult, run_sweep
-from promote.config.model import AccelerationConfig, Config
+from promote.config.settings import AccelerationConfig, Config
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
 from promote.core.findings import Finding
 from promote.core.git import run_git
 from promote.runners.package import ProgressCallback
-from promote.runners.run import RunResult
+from promote.runners.suite import RunResult
 
 Say = Callable[[str], None]
 
@@ -129,10 +129,6 @@ def counted(
     if sweep is not None:
         out += engaged.sweep_findings(accel, sweep)
     return tuple(out)
-
-
-def switch_runs(result: AccelResult) -> tuple[str, ...]:
-    return () if result.switch is None else (result.switch.off.run_id, result.switch.on.run_id)
 
 
 def run_bench(

@@ -31,7 +31,7 @@ from promote.runners.causes.investigate import Budget, StepCallback, investigate
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.records import write_atomic
-from promote.runners.remote import run as remote
+from promote.runners.remote import station_run as remote
 from promote.runners.stations import Inventory, inventory
 from promote.runners.summary import PackageResult, summarize
 

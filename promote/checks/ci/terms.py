@@ -9,7 +9,7 @@ from typing import Final, Literal
 RUN: Final = "run"
 DROPPED: Final = "dropped"
 UNDECIDED: Final = "undecided"
-Verdict = Literal["run", "dropped", "undecided"]
+Fate = Literal["run", "dropped", "undecided"]
 
 # Stands for the checkout directory ($GITHUB_WORKSPACE) so absolute paths into it can be made relative.
 WORKSPACE = "/__promote_workspace__"
@@ -43,7 +43,7 @@ class Decision:
     `scope` marks a drop that is no filter: the test is simply outside what the command covers.
     """
 
-    verdict: Verdict
+    verdict: Fate
     why: str = ""
     scope: bool = False
 

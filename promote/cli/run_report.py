@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from promote.cli.render import findings_lines, table
 from promote.runners.requirements import blocked_summary
-from promote.runners.run import RunResult
+from promote.runners.suite import RunResult
 
 
 def run_report(r: RunResult) -> str:

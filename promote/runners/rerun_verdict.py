@@ -1,0 +1,19 @@
+"""What the reruns showed about one failing test: made by `causes/`, kept in a package's result (`summary`).
+
+Its own module, below both, so that `summary` need not import `causes`, which imports `summary`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the reruns showed about one failing test."""
+
+    test: str
+    kind: str
+    polluters: tuple[str, ...] = ()
+    reruns: int = 0
+    detail: str = ""
