@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, cast
 
-Severity = Literal["error", "warning", "info"]
-SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+from promote.core.vocab import SEVERITIES, Severity
+
+__all__ = ["SEVERITIES", "Finding", "Severity"]
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from promote.core.findings import Finding
+from promote.core.vocab import FAIL, PASS, UNDECIDED, Status
 
-PASS = "pass"
-FAIL = "fail"
-UNDECIDED = "undecided"
+__all__ = ["FAIL", "PASS", "UNDECIDED", "CheckOutcome", "Status"]
 
 
 @dataclass(frozen=True)
@@ -19,7 +18,7 @@ class CheckOutcome:
     """
 
     name: str
-    status: str
+    status: Status
     reason: str
     evidence: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()

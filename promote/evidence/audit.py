@@ -192,7 +192,7 @@ def decide_and_record(cfg: Config, seen: Observed, command: str) -> Decided:
         deltas = deltas_mod.compare(stored, history.previous(stored))
         decided = decide_gates(cfg, seen, deltas)
         findings = all_findings(seen, deltas)
-        gate_status = {k: g.status for k, g in decided.items()}
+        gate_status: dict[str, str] = {k: g.status for k, g in decided.items()}
         stored = replace(stored, finished=now(), gates=gate_status, findings=tuple(findings))
         history.record(stored)
         recent = [history.get(r) for r in history.run_ids(HISTORY_POINTS)]

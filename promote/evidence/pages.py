@@ -15,10 +15,11 @@ from promote.core.findings import Finding
 from promote.core.outcome import FAIL, PASS, UNDECIDED
 from promote.core.redact import Redactor, printable
 from promote.core.redact import current as current_redactor
+from promote.core.vocab import worst
 from promote.evidence import failures as failures_mod
 from promote.evidence import render as render_pages
 from promote.evidence.deltas import Deltas
-from promote.evidence.gates import TITLES, Gate, worst
+from promote.evidence.gates import TITLES, Gate
 from promote.evidence.history import StoredRun
 from promote.release.check import CheckResult
 from promote.runners.run import RunResult
