@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from promote.core.findings import Finding
+from promote.core.vocab import ADVANCED, MERGED, PARTIAL, WOULD_MERGE, assert_never
 from promote.release.check import CheckResult
 from promote.release.drift import Drift, DriftUndecided
-from promote.release.merge import ADVANCED, MERGED, PARTIAL, WOULD_MERGE, MergeResult
+from promote.release.merge import MergeResult
 from promote.runners.stations import Inventory
 
 
@@ -32,7 +33,9 @@ def drift_line(d: Drift | DriftUndecided) -> str:
     changes = f"{d.undeployed} commit(s) not deployed, {len(d.changed_files)} file(s) differ"
     if d.status == "test-only":
         return f"deployed: {where}: {changes}, test files only: binary unchanged"
-    return f"deployed: {where}: {changes}, including non-test files"
+    if d.status == "undeployed":
+        return f"deployed: {where}: {changes}, including non-test files"
+    assert_never(d.status)
 
 
 def findings_lines(findings: Sequence[Finding]) -> list[str]:

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
-from promote.core.vocab import SEVERITIES, Severity
-
-__all__ = ["SEVERITIES", "Finding", "Severity"]
+from promote.core.vocab import (
+    SEVERITIES as SEVERITIES,
+)
+from promote.core.vocab import (
+    Severity as Severity,
+)
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from promote.core.findings import Finding
-from promote.core.vocab import FAIL, PASS, UNDECIDED, Status
-
-__all__ = ["FAIL", "PASS", "UNDECIDED", "CheckOutcome", "Status"]
+from promote.core.vocab import (
+    FAIL as FAIL,
+)
+from promote.core.vocab import (
+    PASS as PASS,
+)
+from promote.core.vocab import (
+    UNDECIDED as UNDECIDED,
+)
+from promote.core.vocab import (
+    Status as Status,
+)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from promote.checks.docs import DocsOutcome
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
-from promote.core.vocab import Status, worst
+from promote.core.vocab import Status, assert_never, worst
 from promote.evidence.deltas import Deltas
 from promote.evidence.render import when
 from promote.release import journal
@@ -281,9 +281,11 @@ def deployed(outcome: CheckOutcome | None, drift: Drift | DriftUndecided | None,
     elif status == "behind":
         lines = [f"{ref} has served {since}", f"{head} lacks {plural(drift.trunk_behind, 'commit')} it serves: "
                  "promoting would drop them"]  # fmt: skip
-    else:
+    elif status == "undeployed":
         n = plural(drift.undeployed, "commit")
         lines = [f"{ref} has served {since}", f"{head} is {n} ahead, changing non-test files: not deployed"]
+    else:
+        assert_never(status)
     # A CI clone reads the deployed branch from its remote-tracking ref: the reader is told which.
     lines += [e for e in outcome.evidence if e.startswith("no local ")]
     details = [f"`{c.short}` {c.subject} ({c.author})" for c in drift.undeployed_commits]
