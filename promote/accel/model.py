@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from promote.accel.ledger import Engagement
 from promote.core.findings import Finding
 from promote.core.stats import MedianInterval
+from promote.core.vocab import is_red
 
 if TYPE_CHECKING:
     from promote.accel.sweep import SweepResult
@@ -142,13 +143,12 @@ class SwitchResult:
 
 def broken(switch: SwitchResult) -> list[tuple[str, str]]:
     """(test, which way it fails) for every test that passes one way and fails the other."""
-    bad = ("failed", "error")
     out = []
     for test, off in switch.off.outcomes.items():
         on = switch.on.outcomes.get(test)
-        if off in bad and on == "passed":
+        if is_red(off) and on == "passed":
             out.append((test, "off"))
-        elif on in bad and off == "passed":
+        elif is_red(on) and off == "passed":
             out.append((test, "on"))
     return out
 

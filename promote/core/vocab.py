@@ -87,7 +87,7 @@ TestOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpasse
 RED: tuple[TestOutcome, ...] = ("failed", "error", "crashed")
 
 
-def is_red(outcome: str) -> bool:
+def is_red(outcome: str | None) -> bool:
     """A red test: it failed, errored (setup or teardown) or crashed its worker."""
     return outcome in RED
 

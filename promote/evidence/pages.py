@@ -15,7 +15,7 @@ from promote.core.findings import Finding
 from promote.core.outcome import FAIL, PASS, UNDECIDED
 from promote.core.redact import Redactor, printable
 from promote.core.redact import current as current_redactor
-from promote.core.vocab import worst
+from promote.core.vocab import is_red, worst
 from promote.evidence import failures as failures_mod
 from promote.evidence import render as render_pages
 from promote.evidence.deltas import Deltas
@@ -121,7 +121,7 @@ def history_points(runs: list[StoredRun]) -> list[dict[str, Any]]:
             "run": r.run_id,
             "started": r.started,
             "passed": r.count("passed"),
-            "failed": r.count("failed") + r.count("error") + r.count("crashed"),
+            "failed": sum(1 for t in r.tests if is_red(t.outcome)),
             "blocked": r.count("blocked"),
         }
         for r in reversed(comparable(runs))
