@@ -21,7 +21,7 @@ from promote.core import state
 from promote.core.errors import ConfigError
 from promote.core.findings import Finding
 from promote.core.git import Repo
-from promote.core.outcome import CheckOutcome
+from promote.core.outcome import CheckOutcome, Status
 from promote.evidence import accel_section, gates, index_page, intoto
 from promote.evidence import deltas as deltas_mod
 from promote.evidence import pages as evidence
@@ -43,7 +43,7 @@ HISTORY_POINTS = 20
 @dataclass(frozen=True)
 class AuditResult:
     run_id: str
-    verdict: str
+    verdict: Status
     gates: dict[str, gates.Gate]
     findings: tuple[Finding, ...]
     pages: Pages

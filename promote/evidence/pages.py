@@ -15,7 +15,7 @@ from promote.core.findings import Finding
 from promote.core.outcome import FAIL, PASS, UNDECIDED
 from promote.core.redact import Redactor, printable
 from promote.core.redact import current as current_redactor
-from promote.core.vocab import is_red, worst
+from promote.core.vocab import Status, is_red, worst
 from promote.evidence import failures as failures_mod
 from promote.evidence import render as render_pages
 from promote.evidence.deltas import Deltas
@@ -47,7 +47,7 @@ def schema() -> dict[str, Any]:
     return data
 
 
-def verdict(gates: dict[str, Gate]) -> str:
+def verdict(gates: dict[str, Gate]) -> Status:
     return worst([g.status for g in gates.values()])
 
 
