@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from promote.accel.results import ParityResult
+from promote.core.vocab import ParityVerdict
 
 # safetensors dtype names -> numpy; BF16 is read as its raw 16 bits and widened (exactly) to float32.
 _SAFETENSORS = {
@@ -135,7 +136,7 @@ def compare(off: Output, on: Output, *, atol: float, rtol: float) -> ParityResul
         max_abs = max(max_abs, float(np.nanmax(diff)) if diff.size else 0.0)
         max_ulp = max(max_ulp, _ulp(a, b, differ, off.ulp_scale.get(name, 1)))
         within = within and bool(np.allclose(x, y, atol=atol, rtol=rtol, equal_nan=True)) and not off.tokens
-    verdict = "identical" if identical else "within-tolerance" if within else "differs"
+    verdict: ParityVerdict = "identical" if identical else "within-tolerance" if within else "differs"
     return ParityResult(
         verdict=verdict, total=total, mismatched=mismatched, max_abs_diff=max_abs, max_ulp=max_ulp,
         first_mismatch=first, tokens=off.tokens, tokens_flipped=mismatched if off.tokens else None,

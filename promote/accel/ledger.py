@@ -14,8 +14,7 @@ from tempfile import TemporaryDirectory
 from typing import Literal, cast
 
 from promote.accel.ledger_writer import LEDGER_ENV, OUTCOMES
-
-Outcome = Literal["served", "declined", "failed"]
+from promote.core.vocab import LedgerOutcome as Outcome
 
 __all__ = ["LEDGER_ENV", "Engagement", "Entry", "Outcome", "Tally", "fresh", "read", "read_tally", "tally"]
 

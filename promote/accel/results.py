@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from promote.accel.ledger import Engagement
 from promote.core.findings import Finding
 from promote.core.stats import MedianInterval
+from promote.core.vocab import BenchVerdict, ParityVerdict, is_red, parity_holds
 
 if TYPE_CHECKING:
     from promote.accel.sweep import SweepResult
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 class ParityResult:
     """Two outputs compared: the verdict, how far apart, and where they first differ."""
 
-    verdict: str  # identical, within-tolerance, differs, or error (could not be decided)
+    verdict: ParityVerdict
     total: int = 0
     mismatched: int = 0
     max_abs_diff: float = 0.0
@@ -32,7 +33,7 @@ class ParityResult:
 
     @property
     def proven(self) -> bool:
-        return self.verdict in ("identical", "within-tolerance")
+        return parity_holds(self.verdict)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -85,7 +86,7 @@ class BenchResult:
     speedup: float | None = None
     interval: MedianInterval | None = None
     target: float | None = None
-    verdict: str = "error"  # met, missed, undecided, measured (no target) or error
+    verdict: BenchVerdict = "error"
     order: tuple[str, ...] = ()  # the arm that went first, per round
     arms: dict[str, ArmStats] = field(default_factory=dict)
     imbalance: str | None = None  # the arms ran under different load: the machine was not the same
@@ -142,13 +143,12 @@ class SwitchResult:
 
 def broken(switch: SwitchResult) -> list[tuple[str, str]]:
     """(test, which way it fails) for every test that passes one way and fails the other."""
-    bad = ("failed", "error")
     out = []
     for test, off in switch.off.outcomes.items():
         on = switch.on.outcomes.get(test)
-        if off in bad and on == "passed":
+        if is_red(off) and on == "passed":
             out.append((test, "off"))
-        elif on in bad and off == "passed":
+        elif is_red(on) and off == "passed":
             out.append((test, "on"))
     return out
 

@@ -21,6 +21,7 @@ from promote.config.settings import AccelerationConfig, Config
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
 from promote.core.findings import Finding
 from promote.core.git import run_git
+from promote.core.vocab import AccelVerdict
 from promote.runners.package import ProgressCallback
 from promote.runners.suite import RunResult
 
@@ -38,7 +39,7 @@ class AccelReport:
         return tuple(f for r in self.results for f in r.findings)
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> AccelVerdict:
         """broken (a switch or parity fails), undecided (something could not be decided) or holds."""
         if any(f.severity == "error" for f in self.findings):
             return "broken"

@@ -7,6 +7,7 @@ from typing import Any
 from promote.cli.render import findings_lines, table
 from promote.config import Config
 from promote.core import state
+from promote.core.vocab import is_red
 from promote.evidence.deltas import compare
 from promote.evidence.history import History
 
@@ -54,7 +55,7 @@ def _listing(history: History, limit: int) -> tuple[dict[str, Any], str]:
     for run_id in history.run_ids(limit):
         run = history.get(run_id)
         deltas = compare(run, history.previous(run))
-        red = run.count("failed") + run.count("error") + run.count("crashed")
+        red = sum(1 for t in run.tests if is_red(t.outcome))
         change = (
             "first run of these packages"
             if deltas.first

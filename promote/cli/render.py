@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from promote.core.vocab import ADVANCED, MERGED, PARTIAL, WOULD_MERGE, assert_never
 from promote.release.drift import DriftUndecided
 
 if TYPE_CHECKING:
@@ -37,7 +38,9 @@ def drift_line(d: Drift | DriftUndecided) -> str:
     changes = f"{d.undeployed} commit(s) not deployed, {len(d.changed_files)} file(s) differ"
     if d.status == "test-only":
         return f"deployed: {where}: {changes}, test files only: binary unchanged"
-    return f"deployed: {where}: {changes}, including non-test files"
+    if d.status == "undeployed":
+        return f"deployed: {where}: {changes}, including non-test files"
+    assert_never(d.status)
 
 
 def findings_lines(findings: Sequence[Finding]) -> list[str]:
@@ -71,8 +74,6 @@ def check_report(r: CheckResult) -> str:
 
 def merge_report(r: MergeResult) -> str:
     """The merge as a release note would put it."""
-    from promote.release.merge import ADVANCED, MERGED, PARTIAL, WOULD_MERGE
-
     cand = r.candidate[:7]
     if r.verdict == MERGED:
         by_before: dict[str, list[str]] = {}

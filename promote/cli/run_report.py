@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from promote.cli.render import findings_lines, table
+from promote.core.vocab import is_red
 from promote.runners.requirements import blocked_summary
 from promote.runners.suite import RunResult
 
@@ -29,10 +30,7 @@ def run_report(r: RunResult) -> str:
         (p.name, test) for p in r.packages for test in p.blocked_tests
     }
     failing = [
-        (p.name, t)
-        for p in r.packages
-        for t in p.tests
-        if t.outcome in ("failed", "error") and (p.name, t.nodeid) not in blocked
+        (p.name, t) for p in r.packages for t in p.tests if is_red(t.outcome) and (p.name, t.nodeid) not in blocked
     ]
     if failing:
         lines += ["", "failed:"] + [f"  {name}: {t.nodeid} ({t.outcome})" for name, t in failing]

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, cast
 
-Severity = Literal["error", "warning", "info"]
-SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+from promote.core.vocab import (
+    SEVERITIES as SEVERITIES,
+)
+from promote.core.vocab import (
+    Severity as Severity,
+)
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from promote.core.findings import Finding
-
-PASS = "pass"
-FAIL = "fail"
-UNDECIDED = "undecided"
+from promote.core.vocab import (
+    FAIL as FAIL,
+)
+from promote.core.vocab import (
+    PASS as PASS,
+)
+from promote.core.vocab import (
+    UNDECIDED as UNDECIDED,
+)
+from promote.core.vocab import (
+    Status as Status,
+)
 
 
 @dataclass(frozen=True)
@@ -19,7 +27,7 @@ class CheckOutcome:
     """
 
     name: str
-    status: str
+    status: Status
     reason: str
     evidence: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()

@@ -6,6 +6,7 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class MedianInterval:
             return "met"
         return "missed" if self.low > target else "undecided"
 
-    def verdict_at_least(self, target: float) -> str:
+    def verdict_at_least(self, target: float) -> Literal["met", "missed", "undecided"]:
         """For a figure where more is better (a speedup): `met` when all of it is at or above `target`."""
         if self.low >= target:
             return "met"

@@ -11,7 +11,8 @@ from promote.accel.store import recent
 from promote.accel.verify import AccelReport
 from promote.config.settings import Config
 from promote.core.outcome import FAIL
-from promote.evidence.gates import EVERY_PASSED, Gate, plural, worst
+from promote.core.vocab import worst
+from promote.evidence.gates import EVERY_PASSED, Gate, plural
 
 # A broken switch, a broken accelerated path or parity that differs: what was promoted is not what was tested.
 # So is evidence the path took no part in, and a path that fails requests or lets a fallback answer for it.
@@ -35,7 +36,7 @@ def tested_with(gate: Gate, report: AccelReport) -> Gate:
     lines = [f"{r.name}: {m[:1].lower()}{m[1:]}: {result}" for r in report.results for m, result in rows(r)]
     failing = [f for f in report.findings if f.check in FAILS_TESTED]
     lines += [f"{f.check}: {f.subject}" for f in failing]
-    status = worst([gate.status, *([FAIL] if failing else [])])
+    status = worst([gate.status, FAIL] if failing else [gate.status])
     lead = gate.row
     if failing and len(lead) >= 2:
         # The row's second sentence says what is red; a broken path joins it rather than pushing CI off the row.

@@ -21,7 +21,7 @@ from promote.core import state
 from promote.core.errors import ConfigError
 from promote.core.findings import Finding
 from promote.core.git import Repo
-from promote.core.outcome import CheckOutcome
+from promote.core.outcome import CheckOutcome, Status
 from promote.evidence import accel_section, gates, index_page, intoto
 from promote.evidence import deltas as deltas_mod
 from promote.evidence import pages as evidence
@@ -43,7 +43,7 @@ HISTORY_POINTS = 20
 @dataclass(frozen=True)
 class AuditResult:
     run_id: str
-    verdict: str
+    verdict: Status
     gates: dict[str, gates.Gate]
     findings: tuple[Finding, ...]
     pages: Pages
@@ -192,7 +192,7 @@ def decide_and_record(cfg: Config, seen: Observed, command: str) -> Decided:
         deltas = deltas_mod.compare(stored, history.previous(stored))
         decided = decide_gates(cfg, seen, deltas)
         findings = all_findings(seen, deltas)
-        gate_status = {k: g.status for k, g in decided.items()}
+        gate_status: dict[str, str] = {k: g.status for k, g in decided.items()}
         stored = replace(stored, finished=now(), gates=gate_status, findings=tuple(findings))
         history.record(stored)
         recent = [history.get(r) for r in history.run_ids(HISTORY_POINTS)]

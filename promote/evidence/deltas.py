@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from promote.core.findings import Finding
+from promote.core.vocab import RED
 from promote.evidence.history import StoredRun, TestOutcome
 
-RED = ("failed", "error", "crashed")
 # Taken out of the run instead of fixed. Not `blocked`: a red test that is now blocked failed for want of
 # something a station lacks (a model, a device), and says so in its own impossible-requirement or
 # station-bound finding. Calling it filtered would blame a change nobody made.

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from promote.core.process import telling_line
+from promote.core.vocab import is_red
 from promote.runners.plugin.records import read_all_results
 from promote.runners.suite import RunResult
 from promote.runners.summary import PackageResult
 
-RED = ("failed", "error")
 # An exception line in a traceback ("ValueError: ...", "mlx.core.RuntimeError: ...") when pytest marked none with "E".
 _EXCEPTION = re.compile(r"^[\w.]*(Error|Exception|Exit|Interrupt)\b.*")
 
@@ -40,7 +40,7 @@ def package_failures(p: PackageResult) -> list[dict[str, Any]]:
     blocked, reruns = set(p.blocked_tests), _reruns(p)
     out = []
     for t in p.tests:
-        if t.parent is None and t.outcome in RED and t.nodeid not in blocked:
+        if t.parent is None and is_red(t.outcome) and t.nodeid not in blocked:
             text = t.excerpt or t.longrepr
             out.append({"test": t.nodeid, "outcome": t.outcome, "cause": cause(text), "rerun": reruns.get(t.nodeid)})
     for nodeid in p.crashed_tests:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from promote.checks.docs import DocsOutcome
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
+from promote.core.vocab import Status, assert_never, worst
 from promote.evidence.deltas import Deltas
 from promote.evidence.render import when
 from promote.release import journal
@@ -33,7 +34,7 @@ ROW = 3  # sentences a gate's row on the page holds at most; the rest is in its 
 
 @dataclass(frozen=True)
 class Gate:
-    status: str
+    status: Status
     evidence: tuple[str, ...]  # every fact, first things first: the gate's section lists them all
     details: tuple[str, ...] = ()  # what the sections below the gates show
     lead: tuple[str, ...] = ()  # the row: at most ROW short sentences (empty: the first facts)
@@ -55,13 +56,6 @@ class MergeRecord:
     candidate: str
     time: str
     pushed: tuple[tuple[str, str | None], ...]  # (mirror, its trunk before), for each mirror advanced
-
-
-def worst(statuses: list[str]) -> str:
-    """Fail beats undecided beats pass."""
-    if FAIL in statuses:
-        return FAIL
-    return UNDECIDED if UNDECIDED in statuses else PASS
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -109,7 +103,8 @@ def tested(run: RunResult | None, deltas: Deltas | None, ci: CheckOutcome | None
         whole = len(which) == len(counts) > 1
         who = ("both" if len(which) == 2 else f"all {len(which)}") if whole else names(which, code=False)
         lines.append(f"{who} ran {how}")
-    statuses, details = [], []
+    statuses: list[Status] = []
+    details = []
     for p in run.packages:
         statuses.append(PASS if p.green else FAIL)
         red = [t for n, t in ((p.failed, f"{p.failed} failed"), (p.errors, plural(p.errors, "error")),
@@ -248,7 +243,7 @@ def merged(check: CheckResult, record: MergeRecord | str | None) -> Gate:
                 "each was verified an ancestor of the candidate before it was pushed, so nothing was discarded"
             )
         return Gate(PASS, tuple(lines))
-    statuses = []
+    statuses: list[Status] = []
     for m in mirrors:
         if m.status == "fast-forward":
             statuses.append(FAIL)
@@ -284,9 +279,11 @@ def deployed(outcome: CheckOutcome | None, drift: Drift | DriftUndecided | None,
     elif status == "behind":
         lines = [f"{ref} has served {since}", f"{head} lacks {plural(drift.trunk_behind, 'commit')} it serves: "
                  "promoting would drop them"]  # fmt: skip
-    else:
+    elif status == "undeployed":
         n = plural(drift.undeployed, "commit")
         lines = [f"{ref} has served {since}", f"{head} is {n} ahead, changing non-test files: not deployed"]
+    else:
+        assert_never(status)
     # A CI clone reads the deployed branch from its remote-tracking ref: the reader is told which.
     lines += [e for e in outcome.evidence if e.startswith("no local ")]
     details = [f"`{c.short}` {c.subject} ({c.author})" for c in drift.undeployed_commits]

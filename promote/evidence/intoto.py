@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from promote.core.findings import Finding
+from promote.core.vocab import is_red
 from promote.runners.summary import PackageResult
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -45,7 +46,7 @@ def _outcomes(pkg: PackageResult) -> tuple[list[str], list[str], list[str]]:
     top = [t for t in pkg.tests if t.parent is None]
     blocked = set(pkg.blocked_tests)
     passed = [t.nodeid for t in top if t.outcome in ("passed", "xpassed") and t.nodeid not in blocked]
-    failed = [t.nodeid for t in top if t.outcome in ("failed", "error") and t.nodeid not in blocked]
+    failed = [t.nodeid for t in top if is_red(t.outcome) and t.nodeid not in blocked]
     failed += sorted(pkg.crashed_tests)
     warned = [t.nodeid for t in top if t.outcome in ("skipped", "xfailed") and t.nodeid not in blocked]
     # Blocked tests did not pass and did not fail here: the v0.1 predicate's nearest word for them is "warned".

@@ -15,10 +15,11 @@ from promote.core.findings import Finding
 from promote.core.outcome import FAIL, PASS, UNDECIDED
 from promote.core.redact import Redactor, printable
 from promote.core.redact import current as current_redactor
+from promote.core.vocab import Status, is_red, worst
 from promote.evidence import failures as failures_mod
 from promote.evidence import render as render_pages
 from promote.evidence.deltas import Deltas
-from promote.evidence.gates import TITLES, Gate, worst
+from promote.evidence.gates import TITLES, Gate
 from promote.evidence.history import StoredRun
 from promote.release.check import CheckResult
 from promote.runners.suite import RunResult
@@ -46,7 +47,7 @@ def schema() -> dict[str, Any]:
     return data
 
 
-def verdict(gates: dict[str, Gate]) -> str:
+def verdict(gates: dict[str, Gate]) -> Status:
     return worst([g.status for g in gates.values()])
 
 
@@ -125,7 +126,7 @@ def history_points(runs: list[StoredRun]) -> list[dict[str, Any]]:
             "run": r.run_id,
             "started": r.started,
             "passed": r.count("passed"),
-            "failed": r.count("failed") + r.count("error") + r.count("crashed"),
+            "failed": sum(1 for t in r.tests if is_red(t.outcome)),
             "blocked": r.count("blocked"),
         }
         for r in reversed(comparable(runs))

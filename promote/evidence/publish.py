@@ -12,18 +12,16 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
 
 from promote.core.errors import PromoteError
 from promote.core.git import Repo
 from promote.core.lock import hold_file, wait_default
 from promote.core.process import Finished
+from promote.core.vocab import PublishStatus, PushStatus
 from promote.evidence.docs_target import check_target, page_path, preflight, uncommitted
 
 __all__ = ["PublishResult", "page_path", "preflight", "publish"]
 
-PublishStatus = Literal["committed", "unchanged", "refused", "unverified"]
-PushStatus = Literal["pushed", "refused"]
 # Held in the docs repository's git directory while one publisher commits: two audits into one docs
 # repository take turns instead of meeting at git's index.lock or HEAD.lock.
 LOCK_NAME = "promote-publish.lock"

@@ -6,21 +6,29 @@ from dataclasses import dataclass
 
 from promote.config.workspace import Workspace, resolve_candidate
 from promote.core.findings import Finding
+from promote.core.vocab import (
+    BLOCKED as BLOCKED,
+)
+from promote.core.vocab import (
+    PROMOTABLE as PROMOTABLE,
+)
+from promote.core.vocab import (
+    UNDECIDED as UNDECIDED,
+)
+from promote.core.vocab import (
+    CheckVerdict,
+)
 from promote.release import drift as drift_mod
 from promote.release import mirrors as mirrors_mod
 from promote.release.drift import Drift, DriftUndecided
 from promote.release.mirrors import MirrorStatus
-
-PROMOTABLE = "promotable"
-BLOCKED = "blocked"
-UNDECIDED = "undecided"
 
 
 @dataclass(frozen=True)
 class CheckResult:
     """Everything `promote check` found, in the shape scripts read."""
 
-    verdict: str
+    verdict: CheckVerdict
     candidate: str
     candidate_ref: str
     trunk: str
@@ -88,7 +96,7 @@ def drift_findings(d: Drift | DriftUndecided | None, trunk: str) -> list[Finding
 
 def verdict_of(
     statuses: tuple[MirrorStatus, ...], findings: list[Finding], drift: Drift | DriftUndecided | None = None
-) -> str:
+) -> CheckVerdict:
     # Blocked wins over undecided: one diverged mirror blocks whatever the unreachable ones hold.
     if any(f.severity == "error" for f in findings):
         return BLOCKED

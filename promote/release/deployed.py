@@ -6,6 +6,7 @@ from promote.config import Config
 from promote.core.errors import PromoteError
 from promote.core.git import Commit, Repo
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
+from promote.core.vocab import assert_never
 from promote.release import drift as drift_mod
 from promote.release.check import drift_findings
 from promote.release.drift import COMMITS_LISTED, Drift, DriftUndecided
@@ -55,6 +56,8 @@ def audit_deployed(
     if d.status == "test-only":
         evidence.append(f"{ahead}, touching only test files ({_files(d.changed_files)}): binary unchanged")
         return CheckOutcome(NAME, PASS, "trunk differs from production only in test files", tuple(evidence), findings)
+    if d.status != "undeployed":
+        assert_never(d.status)
     evidence.append(f"{ahead}, not deployed:")
     evidence += _commits(d.undeployed_commits, d.undeployed)
     evidence.append(f"they change {len(d.changed_files)} file(s): {_files(d.changed_files)}")

@@ -9,6 +9,7 @@ from promote.core import paths
 from promote.core.errors import ConfigError
 from promote.core.external import failure, run_command
 from promote.core.git import Commit, Repo
+from promote.core.vocab import DriftStatus, Undecided, binary_unchanged
 
 # Listed by name in reports; counts are always exact.
 COMMITS_LISTED = 20
@@ -31,7 +32,7 @@ class Drift:
     served_since_source: str = "commit date"
 
     @property
-    def status(self) -> str:
+    def status(self) -> DriftStatus:
         """same | test-only | undeployed | behind."""
         if self.trunk_behind:
             return "behind"
@@ -42,7 +43,7 @@ class Drift:
     @property
     def binary_unchanged(self) -> bool:
         """True when what runs in production is built from the same non-test files as the candidate."""
-        return self.status in ("same", "test-only")
+        return binary_unchanged(self.status)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -70,7 +71,7 @@ class DriftUndecided:
     reason: str
     source: str
     sha: None = None
-    status: str = "undecided"
+    status: Undecided = "undecided"
     binary_unchanged: bool = False
 
     def to_json(self) -> dict[str, object]:

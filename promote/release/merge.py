@@ -9,21 +9,25 @@ from promote.config.workspace import Workspace
 from promote.core import state
 from promote.core.git import Repo, Worktree
 from promote.core.process import Finished
+from promote.core.vocab import (
+    ADVANCED,
+    BLOCKED,
+    INTERRUPTED,
+    MERGED,
+    NOT_ATTEMPTED,
+    PARTIAL,
+    REJECTED,
+    UNDECIDED,
+    UNVERIFIED,
+    WOULD_ADVANCE,
+    WOULD_MERGE,
+    MergeMirrorState,
+    MergeVerdict,
+)
 from promote.release import journal
 from promote.release import mirrors as mirrors_mod
-from promote.release.check import BLOCKED, UNDECIDED, CheckResult, check
+from promote.release.check import CheckResult, check
 from promote.release.mirrors import MirrorStatus
-
-MERGED = "merged"
-WOULD_MERGE = "would-merge"
-PARTIAL = "partial"
-
-ADVANCED = "advanced"
-REJECTED = "rejected"
-NOT_ATTEMPTED = "not-attempted"
-UNVERIFIED = "unverified"
-WOULD_ADVANCE = "would-advance"
-INTERRUPTED = "interrupted"
 
 # The journal entry written before each push; its completion is the "push" entry with the same id.
 INTENT = "push-intent"
@@ -36,7 +40,7 @@ class MirrorMerge:
     name: str
     before: str | None
     after: str | None
-    status: str
+    status: MergeMirrorState
     reason: str | None = None
 
     def to_json(self) -> dict[str, object]:
@@ -53,7 +57,7 @@ class MirrorMerge:
 class MergeResult:
     """The outcome of `promote merge`, with the check it was based on."""
 
-    verdict: str
+    verdict: MergeVerdict
     candidate: str
     trunk: str
     check: CheckResult
@@ -269,7 +273,7 @@ def _as_now(m: MirrorMerge, head: str | None, sha: str) -> MirrorMerge:
     return MirrorMerge(m.name, m.before, m.after if head is None else head, m.status, m.reason)
 
 
-def _verdict(mirrors: tuple[MirrorMerge, ...], sha: str) -> str:
+def _verdict(mirrors: tuple[MirrorMerge, ...], sha: str) -> MergeVerdict:
     """Judged by what the mirrors hold after the pushes, whoever put it there."""
     if all(m.after == sha for m in mirrors):
         return MERGED
@@ -301,7 +305,7 @@ def merge(ws: Workspace, candidate: str | None = None, *, dry_run: bool = False)
     result = check(ws, candidate)
     sha = result.candidate
 
-    def finish(verdict: str, mirrors: tuple[MirrorMerge, ...], local: str | None = None) -> MergeResult:
+    def finish(verdict: MergeVerdict, mirrors: tuple[MirrorMerge, ...], local: str | None = None) -> MergeResult:
         return MergeResult(verdict, sha, cfg.trunk, result, mirrors, local, dry_run, tuple(notes))
 
     if not result.mirrors:

@@ -7,12 +7,25 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from promote.core.git import Commit, Repo
-
-UP_TO_DATE = "up-to-date"
-FAST_FORWARD = "fast-forward"
-DIVERGED = "diverged"
-MISSING = "missing"
-UNREACHABLE = "unreachable"
+from promote.core.vocab import (
+    DIVERGED as DIVERGED,
+)
+from promote.core.vocab import (
+    FAST_FORWARD as FAST_FORWARD,
+)
+from promote.core.vocab import (
+    MISSING as MISSING,
+)
+from promote.core.vocab import (
+    UNREACHABLE as UNREACHABLE,
+)
+from promote.core.vocab import (
+    UP_TO_DATE as UP_TO_DATE,
+)
+from promote.core.vocab import (
+    MirrorState,
+    is_safe,
+)
 
 # How many of the commits a push would discard are listed by name; the count is always exact.
 DISCARD_LISTED = 20
@@ -24,7 +37,7 @@ class MirrorStatus:
 
     name: str
     url: str
-    status: str
+    status: MirrorState
     head: str | None = None
     behind: int | None = None
     discard: int | None = None
@@ -34,7 +47,7 @@ class MirrorStatus:
     @property
     def safe(self) -> bool:
         """True when pushing the candidate here discards nothing."""
-        return self.status in (UP_TO_DATE, FAST_FORWARD)
+        return is_safe(self.status)
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -14,6 +14,7 @@ from promote.config import RequirementsConfig
 from promote.core.findings import Finding
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
 from promote.core.station import Station
+from promote.core.vocab import is_red
 from promote.runners.plugin.records import TestRecord
 from promote.runners.plugin.requirement_rules import (
     DEFAULT_RULES,
@@ -94,7 +95,7 @@ def _by_subtests(
     inventory: Inventory,
 ) -> Blocked | None:
     """A test whose failed subtests are all blocked, and whose own failure is blocked too or raised nothing."""
-    failed = [s for s in subtests if s.outcome in ("failed", "error")]
+    failed = [s for s in subtests if is_red(s.outcome)]
     if not failed or any(s.nodeid not in found for s in failed):
         return own
     if own is None and raised(test.excerpt or test.longrepr or ""):

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from promote.core.vocab import RerunVerdict
+
 
 @dataclass(frozen=True)
 class Verdict:
     """What the reruns showed about one failing test."""
 
     test: str
-    kind: str
+    kind: RerunVerdict
     polluters: tuple[str, ...] = ()
     reruns: int = 0
     detail: str = ""

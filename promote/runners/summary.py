@@ -10,13 +10,14 @@ from pathlib import Path
 
 from promote.core.findings import Finding
 from promote.core.process import telling_line
+from promote.core.vocab import COUNT_KEYS, is_red
 from promote.runners.package import ProcessOutcome, Watch
 from promote.runners.plugin import progress as progress_mod
 from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, read_all_results
 from promote.runners.rerun_verdict import Verdict
 
 # The keys of a package in run.json that count tests, as to_json writes them.
-STORED_COUNTS = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed", "blocked", "crashed")
+STORED_COUNTS = tuple(COUNT_KEYS.values())  # the --json contract's keys
 
 
 @dataclass(frozen=True)
@@ -281,7 +282,7 @@ def summarize(
         lost += [(n, f"{done.part}/{w}") for n, w in died if n not in finished]
         tests += part_tests
         findings += [f for w in workers for f in w.findings] + saved_findings
-        bad = any(t.outcome in ("failed", "error") for t in part_tests)
+        bad = any(is_red(t.outcome) for t in part_tests)
         failing.append(bad or bool(died) or bool(done.timed_out))
     tests, collection_errors = _collection_errors(tests)
     findings += [

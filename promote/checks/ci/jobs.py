@@ -15,11 +15,10 @@ from promote.checks.ci.terms import RUN, RUNS, Decision, NodeId, label
 from promote.checks.ci.unittest_run import UnittestRun
 from promote.checks.ci.workflows import Job
 from promote.config import CIConfig
+from promote.core.vocab import NEVER, UNDECIDED, JobReach
+from promote.core.vocab import RUNS_HERE as RUNS_HERE
 
 HOSTED = ("ubuntu-*", "macos-*", "windows-*")
-RUNS_HERE = "runs"
-NEVER = "never"
-MAYBE = "undecided"
 MAX_SCRIPT_BYTES = 1_000_000
 
 
@@ -45,7 +44,7 @@ class JobPlan:
     """A job's reachability (runs | never | undecided, with why) and its test commands."""
 
     job: Job
-    state: str
+    state: JobReach
     why: str
     commands: tuple[Command, ...]
     unreachable: bool = False  # `never` because of its runner or a repository pin: a finding of its own
@@ -101,17 +100,17 @@ def plan(job: Job, root: Path, ci: CIConfig, repository: str | None, noxfiles: d
             # Which self-hosted runners the repository has is unknown until [promote.ci] runners says.
             labels = ", ".join(job.labels)
             why = f"needs runner [{labels}]; set [promote.ci] runners to say whether this repository has it"
-            return JobPlan(job, MAYBE, why, commands)
+            return JobPlan(job, UNDECIDED, why, commands)
         if missing:
             have = ", ".join(ci.runners or ()) or "none configured"
             why = f"needs runner [{', '.join(job.labels)}], which this repository does not have (runners: {have})"
             return JobPlan(job, NEVER, why, commands, unreachable=True)
     if cond.value is None:
-        return JobPlan(job, MAYBE, f"may not run: {cond.why}", commands)
+        return JobPlan(job, UNDECIDED, f"may not run: {cond.why}", commands)
     if job.trigger.guards is None:
-        return JobPlan(job, MAYBE, job.trigger.why, commands)
+        return JobPlan(job, UNDECIDED, job.trigger.why, commands)
     if job.labels is None:
-        return JobPlan(job, MAYBE, f"runner unknown: {job.labels_why}", commands)
+        return JobPlan(job, UNDECIDED, f"runner unknown: {job.labels_why}", commands)
     return JobPlan(job, RUNS_HERE, "", commands)
 
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from typing import Final, Literal
 
-RUN: Final = "run"
-DROPPED: Final = "dropped"
-UNDECIDED: Final = "undecided"
-Fate = Literal["run", "dropped", "undecided"]
+from promote.core.vocab import DROPPED as DROPPED
+from promote.core.vocab import RUN as RUN
+from promote.core.vocab import UNDECIDED as UNDECIDED
+from promote.core.vocab import CIVerdict as Fate
 
 # Stands for the checkout directory ($GITHUB_WORKSPACE) so absolute paths into it can be made relative.
 WORKSPACE = "/__promote_workspace__"

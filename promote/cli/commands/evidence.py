@@ -19,9 +19,10 @@ from promote.cli.app import (
 )
 from promote.cli.ci_formats import format_option
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_PARTIAL, EXIT_UNDECIDED, UsageError
+from promote.core.vocab import Status
 
 # `promote audit`: every gate passes 0, a gate fails 1, a gate undecided 3.
-AUDIT_EXIT = {"pass": EXIT_OK, "fail": EXIT_BLOCKED, "undecided": EXIT_UNDECIDED}
+AUDIT_EXIT: dict[Status, int] = {"pass": EXIT_OK, "fail": EXIT_BLOCKED, "undecided": EXIT_UNDECIDED}
 # Every gate passes but --publish (or --push) did not land: the audit stands, its page is not in the docs.
 # A failing or undecided gate keeps its own code: a refused publish never hides it.
 EXIT_UNPUBLISHED = EXIT_PARTIAL

@@ -9,9 +9,10 @@ import click
 from promote.cli.app import Context, candidate_option, emit, hold_lock, json_option
 from promote.cli.ci_formats import format_option
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_PARTIAL, EXIT_UNDECIDED
+from promote.core.vocab import CheckVerdict, MergeVerdict
 
 # Verdicts to exit codes, the contract in one table.
-EXIT_BY_VERDICT = {
+EXIT_BY_VERDICT: dict[CheckVerdict | MergeVerdict, int] = {
     "promotable": EXIT_OK,
     "merged": EXIT_OK,
     "would-merge": EXIT_OK,

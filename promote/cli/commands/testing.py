@@ -9,9 +9,10 @@ import click
 from promote.cli.app import Context, LiveProgress, command_line, emit, hold_lock, json_option, load_config_of
 from promote.cli.ci_formats import format_option, junitxml_option, write_junitxml
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
+from promote.core.vocab import RerunVerdict
 
 # `promote bisect`: a problem found exits 1, nothing to find 0, no answer 3.
-BISECT_EXIT = {
+BISECT_EXIT: dict[RerunVerdict, int] = {
     "order-dependent": EXIT_BLOCKED,
     "genuine": EXIT_BLOCKED,
     "flaky": EXIT_BLOCKED,

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from promote.core.vocab import FLAKY as FLAKY
+from promote.core.vocab import GENUINE as GENUINE
+from promote.core.vocab import NOT_REPRODUCED as NOT_REPRODUCED
+from promote.core.vocab import ORDER_DEPENDENT as ORDER_DEPENDENT
+from promote.core.vocab import UNDECIDED as UNDECIDED
+from promote.core.vocab import RerunVerdict
 from promote.runners.rerun_verdict import Verdict as Verdict
-
-GENUINE = "genuine"
-ORDER_DEPENDENT = "order-dependent"
-FLAKY = "flaky"
-UNDECIDED = "undecided"
-NOT_REPRODUCED = "not-reproduced"
 
 
 class CannotTell(Exception):
@@ -134,7 +134,7 @@ def classify(
     oracle = Oracle(victim, run, budget)
     order = {t: i for i, t in enumerate(prefix)}
 
-    def verdict(kind: str, polluters: Sequence[str] = (), detail: str = "") -> Verdict:
+    def verdict(kind: RerunVerdict, polluters: Sequence[str] = (), detail: str = "") -> Verdict:
         return Verdict(victim, kind, tuple(polluters), oracle.used, detail)
 
     try:

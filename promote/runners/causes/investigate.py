@@ -12,12 +12,11 @@ from pathlib import Path
 from promote.config import Config, PackageConfig
 from promote.core import state
 from promote.core.findings import Finding
+from promote.core.vocab import is_red
 from promote.runners.causes import bisect
 from promote.runners.causes.rerun import RerunError, Rerunner, RerunTimeout
 from promote.runners.plugin import progress
 from promote.runners.summary import PackageResult
-
-FAILED = ("failed", "error")
 
 
 @dataclass
@@ -74,7 +73,7 @@ def failed_tests(result: PackageResult) -> list[str]:
     for t in result.tests:
         top = t.parent or t.nodeid
         # index 0: a module that failed to collect; there is no test to rerun.
-        if t.outcome in FAILED and t.index > 0 and top not in skip and top not in ids:
+        if is_red(t.outcome) and t.index > 0 and top not in skip and top not in ids:
             ids.append(top)
     return ids
 

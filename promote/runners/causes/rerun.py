@@ -19,11 +19,11 @@ from promote.core.errors import PromoteError
 from promote.core.policies import OFF
 from promote.core.process import telling_line
 from promote.core.pytest_ini import find_ini
+from promote.core.vocab import is_red
 from promote.runners.package import PLUGIN, POLL_S, Watch, environment
 from promote.runners.plugin.progress import unfinished
 from promote.runners.plugin.records import TestRecord, read_all_results
 
-FAILED = ("failed", "error")
 # Start-up and collection of a rerun, on top of `timeout_s` for each test it runs.
 START_SLACK_S = 60.0
 _COLLECTING = re.compile(r"^_+ ERROR collecting (.+?) _+$")
@@ -80,7 +80,7 @@ def judged_failed(records: Sequence[TestRecord], test: str) -> bool | None:
     mine = [t for t in records if (t.parent is None and t.nodeid == test) or t.parent == test]
     if not any(t.parent is None for t in mine):
         return None
-    return any(t.outcome in FAILED for t in mine)
+    return any(is_red(t.outcome) for t in mine)
 
 
 class Rerunner:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from promote.core.vocab import is_red
+
 if TYPE_CHECKING:  # the runner's own process reads records without importing pytest
     import pytest
 
@@ -59,7 +61,7 @@ def failed_by_subtests(outcome: str, failed_subtests: int) -> bool:
     """Whether a test that ended `outcome` is failed by its subtests, as pytest 9 counts a test with any."""
     # pytest 9 fails a passed parent only while reporting its status (not without the terminal reporter)
     # and never a unittest parent; the record says failed whenever a subtest failed, as reruns judge it.
-    return failed_subtests > 0 and outcome not in ("failed", "error")
+    return failed_subtests > 0 and not is_red(outcome)
 
 
 def last_lines(sections: list[tuple[str, str]], keep: int = 5) -> str | None:

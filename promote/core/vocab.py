@@ -1,0 +1,142 @@
+"""The words promote decides with: every status, verdict and outcome, each spelled once, with its predicates.
+
+Each is a `Literal`, so a branch over one is checked by mypy: end the chain with `assert_never(value)` and a
+new value fails at type-check instead of falling through to the last case.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import Final, Literal, NoReturn
+
+if sys.version_info >= (3, 11):
+    from typing import assert_never
+else:  # pragma: no cover - Python 3.10 has no typing.assert_never
+
+    def assert_never(value: NoReturn, /) -> NoReturn:
+        raise AssertionError(f"unhandled value: {value!r}")
+
+
+# --- One answer a check can give; `undecided` is an answer of its own, never a pass it did not see.
+Undecided = Literal["undecided"]
+UNDECIDED: Final = "undecided"
+
+Status = Literal["pass", "fail", "undecided"]  # a check's or a gate's status
+PASS: Final = "pass"
+FAIL: Final = "fail"
+
+
+def worst(statuses: Iterable[Status]) -> Status:
+    """Fail beats undecided beats pass (nothing at all is a pass: no check said otherwise)."""
+    seen = set(statuses)
+    if FAIL in seen:
+        return FAIL
+    return UNDECIDED if UNDECIDED in seen else PASS
+
+
+def is_decided(status: Status) -> bool:
+    return status != UNDECIDED
+
+
+# --- `promote check` and `promote merge`.
+CheckVerdict = Literal["promotable", "blocked", "undecided"]
+PROMOTABLE: Final = "promotable"
+BLOCKED: Final = "blocked"
+
+MergeVerdict = Literal["merged", "would-merge", "blocked", "partial", "undecided"]
+MERGED: Final = "merged"
+WOULD_MERGE: Final = "would-merge"
+PARTIAL: Final = "partial"
+
+MirrorState = Literal["up-to-date", "fast-forward", "diverged", "missing", "unreachable"]  # a mirror's trunk
+UP_TO_DATE: Final = "up-to-date"
+FAST_FORWARD: Final = "fast-forward"
+DIVERGED: Final = "diverged"
+MISSING: Final = "missing"
+UNREACHABLE: Final = "unreachable"
+
+
+def is_safe(state: MirrorState) -> bool:
+    """A fast-forward to the candidate discards nothing on this mirror."""
+    return state in (UP_TO_DATE, FAST_FORWARD)
+
+
+# What a merge did to one mirror's trunk; `up-to-date` is the mirror's state carried over (nothing to push).
+MergeMirrorState = Literal[
+    "advanced", "rejected", "not-attempted", "unverified", "would-advance", "interrupted", "up-to-date"
+]
+ADVANCED: Final = "advanced"
+REJECTED: Final = "rejected"
+NOT_ATTEMPTED: Final = "not-attempted"
+UNVERIFIED: Final = "unverified"
+WOULD_ADVANCE: Final = "would-advance"
+INTERRUPTED: Final = "interrupted"
+
+# How trunk differs from what production serves (a drift that could not be read is `Undecided`).
+DriftStatus = Literal["same", "test-only", "undeployed", "behind"]
+
+
+def binary_unchanged(status: DriftStatus) -> bool:
+    """What production runs is built from the same non-test files as the candidate."""
+    return status in ("same", "test-only")
+
+
+# --- Tests: one test's outcome as the records have it, and the counts a run keeps of them.
+TestOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "crashed"]
+RED: tuple[TestOutcome, ...] = ("failed", "error", "crashed")
+
+
+def is_red(outcome: str | None) -> bool:
+    """A red test: it failed, errored (setup or teardown) or crashed its worker."""
+    return outcome in RED
+
+
+# A package's counts: the records' words inside, the `--json` contract's keys outside (`error` -> `errors`).
+Count = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "blocked", "crashed"]
+CountKey = Literal["passed", "failed", "errors", "skipped", "xfailed", "xpassed", "blocked", "crashed"]
+COUNT_KEYS: Final[dict[Count, CountKey]] = {
+    "passed": "passed",
+    "failed": "failed",
+    "error": "errors",
+    "skipped": "skipped",
+    "xfailed": "xfailed",
+    "xpassed": "xpassed",
+    "blocked": "blocked",
+    "crashed": "crashed",
+}
+
+# What reruns showed about one red test.
+RerunVerdict = Literal["genuine", "order-dependent", "flaky", "undecided", "not-reproduced"]
+GENUINE: Final = "genuine"
+ORDER_DEPENDENT: Final = "order-dependent"
+FLAKY: Final = "flaky"
+NOT_REPRODUCED: Final = "not-reproduced"
+
+# What the test plugin does about global state a test leaves changed (`off` is the runner's own, for reruns).
+LeakPolicy = Literal["restore", "report", "off"]
+
+# --- The CI audit: whether a command or job runs a test, and whether a job can run here at all.
+CIVerdict = Literal["run", "dropped", "undecided"]
+RUN: Final = "run"
+DROPPED: Final = "dropped"
+JobReach = Literal["runs", "never", "undecided"]
+RUNS_HERE: Final = "runs"
+NEVER: Final = "never"
+
+# --- Accelerated paths.
+AccelVerdict = Literal["holds", "broken", "undecided"]
+ParityVerdict = Literal["identical", "within-tolerance", "differs", "error"]  # error: could not be decided
+BenchVerdict = Literal["met", "missed", "undecided", "measured", "error"]  # measured: no target to meet
+LedgerOutcome = Literal["served", "declined", "failed"]
+
+
+def parity_holds(verdict: ParityVerdict) -> bool:
+    return verdict in ("identical", "within-tolerance")
+
+
+# --- Publishing the evidence page, and a finding's severity.
+PublishStatus = Literal["committed", "unchanged", "refused", "unverified"]
+PushStatus = Literal["pushed", "refused"]
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
