@@ -252,6 +252,6 @@ def audit(
     published = None
     if cfg.docs is not None and seen.page is not None:
         message = f"promote: evidence for {seen.check.candidate[:7]} ({doc['verdict']}), run {seen.run_id}"
-        files = publish_files(cfg.docs, seen.page, pages.md.read_text(encoding="utf-8"))
-        published = publish_page(cfg.docs.repo, files, message, push=push)
+        docs, rel, md = cfg.docs, seen.page, pages.md.read_text(encoding="utf-8")
+        published = publish_page(docs.repo, lambda: publish_files(docs, rel, md), message, push=push)
     return AuditResult(seen.run_id, doc["verdict"], done.gates, tuple(done.findings), pages, published)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -76,14 +76,23 @@ class _Refused(PromoteError):
     """A step of the publishing transaction failed; what was written is taken back."""
 
 
-def publish(docs_repo: Path, files: Mapping[str, str], message: str, *, push: bool = False) -> PublishResult:
-    """Commit `files` (paths relative to the docs repository -> text) in one commit, or none; never raises."""
-    rels = tuple(files)
+def publish(
+    docs_repo: Path, files: Mapping[str, str] | Callable[[], Mapping[str, str]], message: str, *, push: bool = False
+) -> PublishResult:
+    """Commit `files` (paths relative to the docs repository -> text) in one commit, or none; never raises.
+
+    `files` may be a function, called once the lock is held: what it reads of the docs repository (an index of
+    the evidence pages) then includes every other publisher's commit.
+    """
+    rels: tuple[str, ...] = () if callable(files) else tuple(files)
     try:
         repo = Repo(docs_repo)
         lock = Path(repo.out("rev-parse", "--path-format=absolute", "--git-common-dir").strip()) / LOCK_NAME
         wait = wait_default() if "PROMOTE_LOCK_WAIT_S" in os.environ else LOCK_WAIT_S
         with hold_file(lock, "promote audit --publish", wait_s=wait):
+            if callable(files):
+                files = files()
+                rels = tuple(files)
             result = _commit(repo, files, message)
             return _push(repo, result) if push and result.ok else result
     except (PromoteError, OSError) as e:

@@ -213,3 +213,54 @@ def test_a_commit_that_would_undo_one_landed_meanwhile_is_not_published(
 
     assert result.status == "unverified" and result.commit == after
     assert result.cause == f"HEAD {after} also changes docs/other.md of {meanwhile}, which landed during the commit"
+
+
+INDEXER = """
+import json, sys, time
+from pathlib import Path
+from promote.config.settings import DocsConfig
+from promote.evidence.audit import publish_files
+from promote.evidence.publish import publish
+docs, who, barrier, rounds = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+config = DocsConfig(repo=docs, page="docs/evidence/{run}.md")
+for round_ in range(rounds):
+    (barrier / f"{round_}-{who}").touch()
+    while len(list(barrier.glob(f"{round_}-*"))) < 2:
+        time.sleep(0.001)
+    run = f"2026120{round_ % 10}T00000{round_ % 10}.{who}"
+    page = (f"---\\npromote_evidence: page\\npromote_run: \\"{run}\\"\\npromote_commit: \\"{'a' * 40}\\"\\n"
+            "promote_date: \\"2026-12-01\\"\\n"
+            f"promote_gates: tested=pass docs=pass merged=pass deployed=pass\\n---\\n\\n# {who}\\n")
+    rel = f"docs/evidence/{run}.md"
+    r = publish(docs, lambda: publish_files(config, rel, page), f"promote: {who} {round_}")
+    print(json.dumps({"round": round_, "status": r.status, "files": list(r.files)}))
+"""
+
+
+@pytest.mark.slow
+def test_two_publishers_each_index_every_page_the_other_landed(tmp_path: Path) -> None:
+    # The index is read from the docs repository once the publish lock is held: a publisher that read it
+    # before taking its turn would commit an index that leaves out the page landed while it waited.
+    docs = docs_repo(tmp_path)
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    rounds = 6
+    publishers = [
+        subprocess.Popen(
+            [sys.executable, "-c", INDEXER, str(docs), who, str(barrier), str(rounds)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for who in ("alpha", "beta")
+    ]
+    outputs = [p.communicate(timeout=300)[0] for p in publishers]
+
+    assert [p.returncode for p in publishers] == [0, 0]
+    results = [json.loads(line) for out in outputs for line in out.splitlines()]
+    assert [r["status"] for r in results] == ["committed"] * 2 * rounds
+    assert all("docs/evidence/index.md" in r["files"] for r in results)
+    index = git(docs, "show", "HEAD:docs/evidence/index.md")
+    pages = git(docs, "ls-tree", "-r", "--name-only", "HEAD", "docs/evidence").splitlines()
+    assert len(pages) == 1 + 2 * rounds
+    linked = [p for p in pages if p != "docs/evidence/index.md" and f"({p.rsplit('/', 1)[1]})" in index]
+    assert len(linked) == 2 * rounds, index
