@@ -12,6 +12,7 @@ from typing import Any
 
 from promote.accel.run import AccelReport, run_accelerations
 from promote.accel.store import record as record_accel
+from promote.checks.ci import CIOutcome
 from promote.checks.ci import outcome as ci_outcome
 from promote.checks.ci import survey_ci
 from promote.checks.docs import audit_docs, index_path
@@ -150,8 +151,9 @@ def observe(
 def decide_gates(cfg: Config, seen: Observed, deltas: deltas_mod.Deltas) -> dict[str, gates.Gate]:
     """The four gates from what was observed and how this run differs from the previous one."""
     result, outcomes = seen.check, seen.outcomes
+    ci = outcomes.get("ci")  # None: no CI workflows to audit
     decided = {
-        "tested": gates.tested(seen.run, deltas, outcomes.get("ci")),  # None: no CI workflows to audit
+        "tested": gates.tested(seen.run, deltas, ci if isinstance(ci, CIOutcome) else None),
         "docs": gates.docs(outcomes.get("docs"), "no [promote.docs] configured: no docs were checked"),
         "merged": gates.merged(result, gates.merge_record(cfg.root, result.candidate)),
         "deployed": gates.deployed(outcomes.get("deployed"), result.drift, cfg.trunk, "no deployed ref configured"),

@@ -68,6 +68,7 @@ class PackageResult:
     blockers: tuple[Blocked, ...] = ()  # why each of them is blocked
     random_draws_restored: int = 0  # tests that only drew from MLX's global generator: key put back, no finding
     parts: tuple[str, ...] = ()  # the pytest processes that ran: "all", or "parallel" then "serial" when it had any
+    workers: int = 1  # the pytest-xdist workers its first part ran on (1: serially, in one process)
 
     @property
     def passed(self) -> int:
@@ -314,6 +315,7 @@ def summarize(
         subtests=dict(Counter(t.outcome for t in counted if t.parent is not None)),
         random_draws_restored=draws,
         parts=tuple(done.part for done in parts),
+        workers=parts[0].workers,
     )
 
 

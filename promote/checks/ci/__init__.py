@@ -59,6 +59,13 @@ class CIReport:
     workflows: int
 
 
+@dataclass(frozen=True)
+class CIOutcome(CheckOutcome):
+    """The CI audit's outcome, with the number of test commands its jobs run (each a CI step) as a value."""
+
+    steps: int = 0
+
+
 def repository_of(root: Path, configured: str | None) -> str | None:
     """owner/name of this repository: configured, or read from a GitHub `origin` URL."""
     if configured:
@@ -120,9 +127,10 @@ def survey_ci(root: Path, config: Config, inventory: Sequence[str]) -> CIReport:
     )
 
 
-def outcome(r: CIReport) -> CheckOutcome:
+def outcome(r: CIReport) -> CIOutcome:
     """The CheckOutcome (status, reason, evidence lines, findings) of a CI survey."""
     running = [j for j in r.jobs if j.state == RUNS_HERE and j.tests_run]
+    steps = sum(len(j.commands) for j in r.jobs)
     evidence = [
         f"{r.workflows} workflow file(s) in {WORKFLOWS}, {len(r.jobs)} job(s); repository {r.repository or 'unknown'}",
         *r.problems,
@@ -145,17 +153,17 @@ def outcome(r: CIReport) -> CheckOutcome:
             parts.append(f"{unreachable} job(s) cannot run in this repository")
         if r.problems:
             parts.append(f"{len(r.problems)} workflow file(s) GitHub would refuse")
-        return CheckOutcome(NAME, FAIL, "; ".join(parts), tuple(evidence), r.findings)
+        return CIOutcome(NAME, FAIL, "; ".join(parts), tuple(evidence), r.findings, steps)
     if not r.workflows:
         why = f"no GitHub Actions workflows in {WORKFLOWS} (the audit reads no other CI)"
-        return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings)
+        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps)
     if not r.inventory:
         why = "no test inventory to compare with (run `promote test` first)"
-        return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings)
+        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps)
     if r.undecided:
         why = f"{len(r.undecided)} of {r.inventory} test ids cannot be decided: {r.undecided[0][1]}"
-        return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings)
-    return CheckOutcome(NAME, PASS, f"CI runs all {r.inventory} test ids", tuple(evidence), r.findings)
+        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps)
+    return CIOutcome(NAME, PASS, f"CI runs all {r.inventory} test ids", tuple(evidence), r.findings, steps)
 
 
 def _subject(p: JobPlan) -> str:
