@@ -10,6 +10,24 @@ SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 
 @dataclass(frozen=True)
+class Location:
+    """Where a finding points: a path relative to the repository root, and the line when known."""
+
+    path: str
+    line: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> Location | None:
+        if d is None:
+            return None
+        line = d.get("line")
+        return cls(str(d["path"]), None if line is None else int(line))
+
+
+@dataclass(frozen=True)
 class Finding:
     """One problem: `subject` is what showed it, `cause` what caused it (when known)."""
 
@@ -18,6 +36,7 @@ class Finding:
     subject: str
     message: str
     cause: str | None = None
+    location: Location | None = None
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
@@ -31,6 +50,7 @@ class Finding:
             "subject": self.subject,
             "message": self.message,
             "cause": self.cause,
+            "location": None if self.location is None else self.location.to_json(),
         }
 
     @classmethod
@@ -43,4 +63,5 @@ class Finding:
             subject=str(d["subject"]),
             message=str(d["message"]),
             cause=None if cause is None else str(cause),
+            location=Location.from_json(d.get("location")),
         )

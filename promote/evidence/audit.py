@@ -12,9 +12,8 @@ from typing import Any
 
 from promote.accel.run import AccelReport, run_accelerations
 from promote.accel.store import record as record_accel
-from promote.checks.ci import CIOutcome
+from promote.checks.ci import CIOutcome, survey_ci
 from promote.checks.ci import outcome as ci_outcome
-from promote.checks.ci import survey_ci
 from promote.checks.docs import audit_docs, index_path
 from promote.config import Config, DocsConfig
 from promote.config.workspace import Workspace, resolve_candidate

@@ -14,7 +14,7 @@ from promote.checks.ci.nox import Noxfile
 from promote.checks.ci.workflows import WORKFLOWS, read_workflows
 from promote.config import Config
 from promote.core.errors import PromoteError
-from promote.core.findings import Finding
+from promote.core.findings import Finding, Location
 from promote.core.git import Repo
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
 
@@ -111,7 +111,10 @@ def survey_ci(root: Path, config: Config, inventory: Sequence[str]) -> CIReport:
             else:
                 why = "no CI test command covers it" if decisions else "no CI job runs pytest or unittest"
                 not_run.append(NotRun(raw, why, None))
-    findings = [Finding("ci-workflow-invalid", "error", p.source, p.message) for p in problems]
+    findings = [
+        Finding("ci-workflow-invalid", "error", p.source, p.message, location=Location(p.source, p.line))
+        for p in problems
+    ]
     findings += _grouped(not_run, plans, Counter(NodeId.parse(raw).module for raw in inventory))
     reports = tuple(_report(p, run_by[testing.index(p)] if p in testing else 0) for p in plans)
     return CIReport(
