@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from promote.checks.ci import CIOutcome
 from promote.checks.docs import LISTED as DOCS_LISTED
@@ -11,10 +10,10 @@ from promote.checks.docs import DocsOutcome
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
 from promote.evidence.deltas import Deltas
 from promote.evidence.render import when
-from promote.release import journal
 from promote.release.check import CheckResult
 from promote.release.deployed import DeployedOutcome
 from promote.release.drift import Drift, DriftUndecided
+from promote.release.journal import MergeRecord
 from promote.runners.run import RunResult
 from promote.runners.summary import PackageResult
 
@@ -45,16 +44,6 @@ class Gate:
     def to_json(self) -> dict[str, object]:
         return {"status": self.status, "evidence": list(self.evidence), "details": list(self.details),
                 "lead": list(self.row)}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class MergeRecord:
-    """The journal's account of the merge that put the candidate on the mirrors."""
-
-    trunk: str
-    candidate: str
-    time: str
-    pushed: tuple[tuple[str, str | None], ...]  # (mirror, its trunk before), for each mirror advanced
 
 
 def worst(statuses: list[str]) -> str:
@@ -192,22 +181,6 @@ def _docs_lead(outcome: DocsOutcome, left_out: str) -> tuple[str, ...]:
     if paged:
         lines.append(f"{names(paged)} {'has a page' if len(paged) == 1 else 'have pages'}")
     return (*lines, *([left_out] if outcome.own else []))
-
-
-def merge_record(root: Path, candidate: str) -> MergeRecord | None:
-    """The journal's record of the merge that put `candidate` on every mirror, if promote did it."""
-    entries = journal.read(root)
-    for i in range(len(entries) - 1, -1, -1):
-        e = entries[i]
-        if e.get("op") == "merge" and e.get("candidate") == candidate and e.get("verdict") == "merged":
-            start = max((j for j in range(i) if entries[j].get("op") == "merge"), default=-1) + 1
-            pushed = {
-                str(p.get("mirror")): (None if p.get("before") is None else str(p.get("before")))
-                for p in entries[start:i]
-                if p.get("op") == "push" and p.get("candidate") == candidate and p.get("status") == "advanced"
-            }
-            return MergeRecord(str(e.get("trunk")), candidate, str(e.get("time", "")), tuple(pushed.items()))
-    return None
 
 
 def _fast_forwarded(record: MergeRecord) -> str:
