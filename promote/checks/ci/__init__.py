@@ -29,6 +29,7 @@ class NotRun:
     test: str
     why: str
     cause: str | None
+    subject: str = WORKFLOWS  # what its finding names: the job (and filter) of `cause`, the workflows without one
 
 
 @dataclass(frozen=True)
@@ -105,9 +106,10 @@ def survey_ci(root: Path, config: Config, inventory: Sequence[str]) -> CIReport:
         if maybe:
             undecided.append((raw, maybe[0]))
         else:
-            filters = list(dict.fromkeys(d.why for d in decisions if not d.scope))
+            dropped = [d for d in decisions if not d.scope]
+            filters = list(dict.fromkeys(d.why for d in dropped))
             if filters:
-                not_run.append(NotRun(raw, "; ".join(filters), filters[0]))
+                not_run.append(NotRun(raw, "; ".join(filters), filters[0], dropped[0].subject))
             else:
                 why = "no CI test command covers it" if decisions else "no CI job runs pytest or unittest"
                 not_run.append(NotRun(raw, why, None))
@@ -169,10 +171,6 @@ def outcome(r: CIReport) -> CIOutcome:
     return CIOutcome(NAME, PASS, f"CI runs all {r.inventory} test ids", tuple(evidence), r.findings, steps)
 
 
-def _subject(p: JobPlan) -> str:
-    return f"{p.job.source}: job {p.job.name}"
-
-
 def _grouped(not_run: list[NotRun], plans: list[JobPlan], per_module: Counter[str]) -> list[Finding]:
     """One finding per job that cannot run and per filter, each listing the modules and tests it leaves out.
 
@@ -189,23 +187,12 @@ def _grouped(not_run: list[NotRun], plans: list[JobPlan], per_module: Counter[st
             tests = groups.pop(f"{p.label} {p.why}", [])
             left_out = f": {_counted(tests, per_module)} no other job runs" if tests else ""
             message = f"{p.label} {p.why}; none of its tests run in CI{left_out}"
-            found.append(Finding("ci-unreachable-runner", "error", _subject(p), message))
-    for reason, tests in groups.items():
+            found.append(Finding("ci-unreachable-runner", "error", p.subject, message))
+    for tests in groups.values():
         whys = dict.fromkeys(w for n in tests for w in n.why.split("; "))
         message = f"no CI job runs {_counted(tests, per_module)}: {'; '.join(whys)}"
-        found.append(Finding("ci-filtered", "error", _where(reason, plans), message, tests[0].cause))
+        found.append(Finding("ci-filtered", "error", tests[0].subject, message, tests[0].cause))
     return found
-
-
-def _where(reason: str, plans: list[JobPlan]) -> str:
-    """The subject for a reason: `source: job name: filter` for a job's filter, the job for the job itself."""
-    for p in plans:
-        if reason.endswith(f" in {p.label}"):
-            return f"{_subject(p)}: {reason.removesuffix(f' in {p.label}')}"
-        if reason.startswith(f"{p.label} "):
-            return _subject(p)
-    # Not one job's doing ("no CI test command covers it"): the workflows as a whole.
-    return WORKFLOWS
 
 
 def _counted(tests: list[NotRun], per_module: Counter[str], shown: int = 10, named: int = 5) -> str:
