@@ -15,7 +15,12 @@ _PATH = re.compile(r"^([\w./@+-]+\.(?:py|pyi|ya?ml|toml|cfg|ini|md|txt|json|sh))
 
 
 def location(finding: dict[str, Any]) -> tuple[str, int | None] | None:
-    """(file, line) a finding points at, when its message or subject names one."""
+    """(file, line) a finding points at: its location, else a path its message or subject names."""
+    where = finding.get("location")
+    if isinstance(where, dict):
+        line = where.get("line")
+        return str(where["path"]), None if line is None else int(line)
+    # A finding without one (from an older run, or whose producer cannot place it) may still name a path.
     message, subject = str(finding.get("message") or ""), str(finding.get("subject") or "")
     m = _AT_LINE.match(message)
     if m:

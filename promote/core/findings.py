@@ -14,6 +14,24 @@ from promote.core.vocab import (
 
 
 @dataclass(frozen=True)
+class Location:
+    """Where a finding points: a path relative to the repository root, and the line when known."""
+
+    path: str
+    line: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> Location | None:
+        if d is None:
+            return None
+        line = d.get("line")
+        return cls(str(d["path"]), None if line is None else int(line))
+
+
+@dataclass(frozen=True)
 class Finding:
     """One problem: `subject` is what showed it, `cause` what caused it (when known)."""
 
@@ -22,6 +40,7 @@ class Finding:
     subject: str
     message: str
     cause: str | None = None
+    location: Location | None = None
     # Every test a grouped finding is about, in full: its message names the first few and counts the rest.
     tests: tuple[str, ...] = ()
 
@@ -37,6 +56,7 @@ class Finding:
             "subject": self.subject,
             "message": self.message,
             "cause": self.cause,
+            "location": None if self.location is None else self.location.to_json(),
         }
         if self.tests:
             out["tests"] = list(self.tests)
@@ -53,4 +73,5 @@ class Finding:
             message=str(d["message"]),
             cause=None if cause is None else str(cause),
             tests=tuple(str(t) for t in d.get("tests", ())),
+            location=Location.from_json(d.get("location")),
         )

@@ -7,13 +7,12 @@ import posixpath
 from contextlib import closing
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from promote.accel.store import record as record_accel
 from promote.accel.verify import AccelReport, run_accelerations
+from promote.checks.ci import CIOutcome, survey_ci
 from promote.checks.ci import outcome as ci_outcome
-from promote.checks.ci import survey_ci
 from promote.checks.docs import audit_docs, index_path
 from promote.config import Config, DocsConfig
 from promote.config.workspace import Workspace, resolve_candidate
@@ -75,14 +74,6 @@ def collected_ids(ws: Workspace, run: RunResult | None) -> list[str]:
         ids += [f"{base}{t.nodeid}" for t in p.tests if t.parent is None]
         ids += [f"{base}{n}" for n in p.crashed_tests]
     return ids
-
-
-def last_merge(root: Path, candidate: str) -> str | None:
-    """The journal's record of the merge that put the candidate on every mirror, if promote did it."""
-    for entry in reversed(journal.read(root)):
-        if entry.get("op") == "merge" and entry.get("candidate") == candidate and entry.get("verdict") == "merged":
-            return f"{entry.get('trunk')} fast-forwarded to `{candidate[:7]}` at {entry.get('time')}, no force"
-    return None
 
 
 def run_checks(ws: Workspace, result: CheckResult, run: RunResult | None) -> dict[str, CheckOutcome]:
@@ -150,10 +141,11 @@ def observe(
 def decide_gates(cfg: Config, seen: Observed, deltas: deltas_mod.Deltas) -> dict[str, gates.Gate]:
     """The four gates from what was observed and how this run differs from the previous one."""
     result, outcomes = seen.check, seen.outcomes
+    ci = outcomes.get("ci")  # None: no CI workflows to audit
     decided = {
-        "tested": gates.tested(seen.run, deltas, outcomes.get("ci")),  # None: no CI workflows to audit
+        "tested": gates.tested(seen.run, deltas, ci if isinstance(ci, CIOutcome) else None),
         "docs": gates.docs(outcomes.get("docs"), "no [promote.docs] configured: no docs were checked"),
-        "merged": gates.merged(result, gates.merge_record(cfg.root, result.candidate)),
+        "merged": gates.merged(result, journal.last_merge(cfg.root, result.candidate)),
         "deployed": gates.deployed(outcomes.get("deployed"), result.drift, cfg.trunk, "no deployed ref configured"),
     }
     if seen.accel is not None:
@@ -233,6 +225,7 @@ def audit(
         ws, publish=publish, candidate=candidate, bench=bench, on_progress=on_progress, on_step=on_step, push=push
     )  # fmt: skip
     done = decide_and_record(cfg, seen, command)
+    merge = journal.last_merge(cfg.root, seen.check.candidate)
     doc = evidence.document(
         run_id=seen.run_id,
         check=seen.check,
@@ -240,7 +233,7 @@ def audit(
         deltas=done.deltas,
         gates=done.gates,
         findings=done.findings,
-        last_merge=last_merge(cfg.root, seen.check.candidate),
+        last_merge=None if merge is None else merge.headline,
         history=evidence.history_points(done.recent),
         provenance={"command": command, "started": seen.started, "finished": done.stored.finished},
         sections=[] if seen.accel is None else [accel_section.section(cfg, seen.accel)],

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from pathlib import Path
 
+from promote.checks.ci import CIOutcome
+from promote.checks.docs import LISTED as DOCS_LISTED
 from promote.checks.docs import DocsOutcome
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
 from promote.core.vocab import Status, assert_never, worst
 from promote.evidence.deltas import Deltas
 from promote.evidence.render import when
-from promote.release import journal
 from promote.release.check import CheckResult
+from promote.release.deployed import DeployedOutcome
 from promote.release.drift import Drift, DriftUndecided
+from promote.release.journal import MergeRecord
 from promote.runners.suite import RunResult
 from promote.runners.summary import PackageResult
 
@@ -24,8 +25,6 @@ TITLES = (
     ("deployed", "And Deployed"),
 )
 LISTED = 5  # names a gate row spells out before saying "and N more"
-# The docs check's line per feature: "NAME: page, page (listed in promote.toml)" or "NAME: no page (found at ...)".
-_DOCS_FEATURE = re.compile(r"^(?P<name>[^\s:]+): (?P<pages>.+?) \((?:listed in|found at) .*\)$")
 
 
 EVERY_PASSED = "every test that ran passed"
@@ -48,16 +47,6 @@ class Gate:
                 "lead": list(self.row)}  # fmt: skip
 
 
-@dataclass(frozen=True)
-class MergeRecord:
-    """The journal's account of the merge that put the candidate on the mirrors."""
-
-    trunk: str
-    candidate: str
-    time: str
-    pushed: tuple[tuple[str, str | None], ...]  # (mirror, its trunk before), for each mirror advanced
-
-
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
@@ -71,29 +60,22 @@ def names(items: list[str], *, code: bool = True) -> str:
 
 
 def _how(p: PackageResult) -> str:
-    """Where and how a package ran, read from the command that ran it."""
-    cmd = list(p.command)
-    workers = cmd[cmd.index("-n") + 1] if "-n" in cmd[:-1] else "1"
-    if workers in ("0", "1"):
+    """Where and how a package ran."""
+    if p.workers <= 1:
         how = "serially in one process (workers = 1)"
     else:
         # The serial part runs only when the parallel part left tests its `serial` setting or marker names.
-        how = f"on {workers} workers"
+        how = f"on {p.workers} workers"
         if "serial" in p.parts:
             how += " with the tests its `serial` setting or marker names on one worker after"
     return f"on {p.station}, {how}"
 
 
-def _ci_steps(ci: CheckOutcome) -> int:
-    # The CI audit lists each test command of each job as an indented code line under its job.
-    return sum(1 for line in ci.evidence if line.startswith("  `"))
-
-
-def tested(run: RunResult | None, deltas: Deltas | None, ci: CheckOutcome | None) -> Gate:
+def tested(run: RunResult | None, deltas: Deltas | None, ci: CIOutcome | None) -> Gate:
     if run is None or not run.packages:
         return Gate(UNDECIDED, ("no test packages configured: nothing was observed running",))
     counts = {p.name: sum(p.counts.values()) + p.crashed for p in run.packages}
-    steps = f", plus {plural(_ci_steps(ci), 'CI step')}" if ci is not None else ""
+    steps = f", plus {plural(ci.steps, 'CI step')}" if ci is not None else ""
     per = " + ".join(f"{n} {c}" for n, c in counts.items())
     lines = [f"{sum(counts.values())} tests across {plural(len(counts), 'package')} ({per}){steps}"]
     ran: dict[str, list[str]] = {}
@@ -151,7 +133,7 @@ def red_parts(run: RunResult) -> list[str]:
     return parts
 
 
-def tested_lead(run: RunResult, deltas: Deltas | None, ci: CheckOutcome | None, total: str) -> tuple[str, ...]:
+def tested_lead(run: RunResult, deltas: Deltas | None, ci: CIOutcome | None, total: str) -> tuple[str, ...]:
     """The Tested row: how many ran, what is red (named in the Tests section), and what CI runs."""
     red = red_parts(run)
     if deltas is not None and deltas.filtered:
@@ -167,19 +149,19 @@ def docs(outcome: CheckOutcome | None, missing: str) -> Gate:
         return Gate(UNDECIDED, (missing,))
     if not isinstance(outcome, DocsOutcome):  # undecided before any page was read
         return Gate(outcome.status, (outcome.reason,), tuple(outcome.evidence))
-    features, details = [], []
-    for line in outcome.evidence:
-        m = _DOCS_FEATURE.match(line)
-        if m is None:
-            details.append(line)
-            continue
-        pages = m["pages"]
-        shown = pages if pages == "no page" else ", ".join(f"`{p.strip()}`" for p in pages.split(","))
-        features.append(f"{m['name']}: {shown}")
-        details.append(line)
+    features = [f"{f.name}: {_shown(f.pages)}" for f in outcome.features]
+    details = list(outcome.evidence)
     left_out = f"{plural(outcome.own, 'page')} promote wrote left out: evidence is not documentation"
     evidence = (*(features or [outcome.reason]), *([left_out] if outcome.own else []))
     return Gate(outcome.status, evidence, tuple(details), _docs_lead(outcome, left_out))
+
+
+def _shown(pages: tuple[str, ...]) -> str:
+    """A feature's pages in backticks, as many as the docs check lists; "no page" for none."""
+    if not pages:
+        return "no page"
+    more = f" (+{len(pages) - DOCS_LISTED})" if len(pages) > DOCS_LISTED else ""
+    return ", ".join(f"`{p}`" for p in pages[:DOCS_LISTED]) + more
 
 
 def _docs_lead(outcome: DocsOutcome, left_out: str) -> tuple[str, ...]:
@@ -192,22 +174,6 @@ def _docs_lead(outcome: DocsOutcome, left_out: str) -> tuple[str, ...]:
     if paged:
         lines.append(f"{names(paged)} {'has a page' if len(paged) == 1 else 'have pages'}")
     return (*lines, *([left_out] if outcome.own else []))
-
-
-def merge_record(root: Path, candidate: str) -> MergeRecord | None:
-    """The journal's record of the merge that put `candidate` on every mirror, if promote did it."""
-    entries = journal.read(root)
-    for i in range(len(entries) - 1, -1, -1):
-        e = entries[i]
-        if e.get("op") == "merge" and e.get("candidate") == candidate and e.get("verdict") == "merged":
-            start = max((j for j in range(i) if entries[j].get("op") == "merge"), default=-1) + 1
-            pushed = {
-                str(p.get("mirror")): (None if p.get("before") is None else str(p.get("before")))
-                for p in entries[start:i]
-                if p.get("op") == "push" and p.get("candidate") == candidate and p.get("status") == "advanced"
-            }
-            return MergeRecord(str(e.get("trunk")), candidate, str(e.get("time", "")), tuple(pushed.items()))
-    return None
 
 
 def _fast_forwarded(record: MergeRecord) -> str:
@@ -285,7 +251,8 @@ def deployed(outcome: CheckOutcome | None, drift: Drift | DriftUndecided | None,
     else:
         assert_never(status)
     # A CI clone reads the deployed branch from its remote-tracking ref: the reader is told which.
-    lines += [e for e in outcome.evidence if e.startswith("no local ")]
+    if isinstance(outcome, DeployedOutcome) and outcome.tracked is not None:
+        lines.append(f"no local {outcome.tracked!r}: read its remote-tracking branch {drift.ref}")
     details = [f"`{c.short}` {c.subject} ({c.author})" for c in drift.undeployed_commits]
     if drift.changed_files:
         details.append(f"files changed: {', '.join(f'`{f}`' for f in drift.changed_files)}")

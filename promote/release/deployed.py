@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from promote.config import Config
 from promote.core.errors import PromoteError
 from promote.core.git import Commit, Repo
@@ -13,6 +15,13 @@ from promote.release.drift import COMMITS_LISTED, Drift, DriftUndecided
 
 NAME = "deployed"
 FILES_LISTED = 10
+
+
+@dataclass(frozen=True)
+class DeployedOutcome(CheckOutcome):
+    """The deployed check's outcome; `tracked`: the configured branch, when only its remote-tracking ref was read."""
+
+    tracked: str | None = None
 
 
 def audit_deployed(
@@ -42,27 +51,30 @@ def audit_deployed(
     findings = tuple(drift_findings(d, config.trunk))
     trunk = f"{config.trunk} ({d.candidate[:7]})"
     evidence = [_serving(d)]
-    if d.source == "ref" and d.ref != config.deployed:
-        evidence.append(f"no local {config.deployed!r}: read its remote-tracking branch {d.ref}")
+    tracked = config.deployed if d.source == "ref" and d.ref != config.deployed else None
+    if tracked is not None:
+        evidence.append(f"no local {tracked!r}: read its remote-tracking branch {d.ref}")
     if d.status == "same":
         evidence.append(f"{trunk} and the deployed commit are the same commit")
-        return CheckOutcome(NAME, PASS, f"production serves {trunk} itself", tuple(evidence), findings)
+        return DeployedOutcome(NAME, PASS, f"production serves {trunk} itself", tuple(evidence), findings, tracked)
     if d.status == "behind":
         evidence.append(f"{trunk} lacks {d.trunk_behind} commit(s) that production serves:")
         evidence += _commits(repo.commits(d.sha, d.candidate, limit=COMMITS_LISTED), d.trunk_behind)
         why = f"{trunk} is {d.trunk_behind} commit(s) behind what production serves; promoting would drop them"
-        return CheckOutcome(NAME, FAIL, why, tuple(evidence), findings)
+        return DeployedOutcome(NAME, FAIL, why, tuple(evidence), findings, tracked)
     ahead = f"{trunk} is {d.undeployed} commit(s) ahead of the deployed commit"
     if d.status == "test-only":
         evidence.append(f"{ahead}, touching only test files ({_files(d.changed_files)}): binary unchanged")
-        return CheckOutcome(NAME, PASS, "trunk differs from production only in test files", tuple(evidence), findings)
+        return DeployedOutcome(
+            NAME, PASS, "trunk differs from production only in test files", tuple(evidence), findings, tracked
+        )
     if d.status != "undeployed":
         assert_never(d.status)
     evidence.append(f"{ahead}, not deployed:")
     evidence += _commits(d.undeployed_commits, d.undeployed)
     evidence.append(f"they change {len(d.changed_files)} file(s): {_files(d.changed_files)}")
     why = f"{d.undeployed} commit(s) on {config.trunk} changing non-test files are not deployed"
-    return CheckOutcome(NAME, FAIL, why, tuple(evidence), findings)
+    return DeployedOutcome(NAME, FAIL, why, tuple(evidence), findings, tracked)
 
 
 def _serving(d: Drift) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -11,6 +12,20 @@ from promote.core.redact import redact
 from promote.core.state import StateError, private_file, state_dir, state_path
 
 JOURNAL = "journal.jsonl"
+
+
+@dataclass(frozen=True)
+class MergeRecord:
+    """The journal's account of the merge that put the candidate on the mirrors."""
+
+    trunk: str
+    candidate: str
+    time: str
+    pushed: tuple[tuple[str, str | None], ...]  # (mirror, its trunk before), for each mirror advanced
+
+    @property
+    def headline(self) -> str:
+        return f"{self.trunk} fast-forwarded to `{self.candidate[:7]}` at {self.time}, no force"
 
 
 def append(root: Path, entry: dict[str, object]) -> dict[str, object]:
@@ -65,3 +80,19 @@ def read(root: Path) -> list[dict[str, object]]:
         if isinstance(entry, dict):
             entries.append(entry)
     return entries
+
+
+def last_merge(root: Path, candidate: str) -> MergeRecord | None:
+    """The journal's record of the merge that put `candidate` on every mirror, if promote did it."""
+    entries = read(root)
+    for i in range(len(entries) - 1, -1, -1):
+        e = entries[i]
+        if e.get("op") == "merge" and e.get("candidate") == candidate and e.get("verdict") == "merged":
+            start = max((j for j in range(i) if entries[j].get("op") == "merge"), default=-1) + 1
+            pushed = {
+                str(p.get("mirror")): (None if p.get("before") is None else str(p.get("before")))
+                for p in entries[start:i]
+                if p.get("op") == "push" and p.get("candidate") == candidate and p.get("status") == "advanced"
+            }
+            return MergeRecord(str(e.get("trunk")), candidate, str(e.get("time", "")), tuple(pushed.items()))
+    return None

@@ -55,6 +55,7 @@ class ProcessOutcome:
     timed_out: tuple[str, ...] = ()
     # (test id, worker) of tests whose worker died under them, as the watcher saw it; None: not watched.
     crashed: tuple[tuple[str, str], ...] | None = None
+    workers: int = 1  # the pytest-xdist workers it ran on (1: serially, in one process)
 
 
 def command(
@@ -272,6 +273,7 @@ class PackageRun:
                 log,
                 tuple(watch.timed_out),
                 watch.crashed(),
+                workers,
             )
             done.append(outcome)
         if on_progress is not None:

@@ -73,6 +73,7 @@ class PackageResult:
     # Tests that passed only because promote restored state: they fail, in the same order, without restores.
     hidden: tuple[str, ...] = ()
     parts: tuple[str, ...] = ()  # the pytest processes that ran: "all", or "parallel" then "serial" when it had any
+    workers: int = 1  # the pytest-xdist workers its first part ran on (1: serially, in one process)
 
     @property
     def passed(self) -> int:
@@ -323,6 +324,7 @@ def summarize(
         random_draws=sum(w.random_draws for w in every),
         leaks=tuple(leak for w in every for leak in w.leaked),
         parts=tuple(done.part for done in parts),
+        workers=parts[0].workers,
     )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from promote import config
 from promote.checks.docs import audit_docs
 from promote.config import Config
+from promote.evidence import gates
 from tests.helpers.gitrepos import commit, git
 
 CODE = {
@@ -151,3 +152,15 @@ def test_a_persons_index_beside_the_evidence_pages_still_counts(tmp_path: Path) 
     outcome = audit_docs(code, cfg, None)
     assert outcome.status == "pass", outcome.evidence
     assert not any("left out" in line for line in outcome.evidence)
+
+
+def test_the_docs_gate_names_each_feature_and_its_pages_from_the_outcome(tmp_path: Path) -> None:
+    many = {f"docs/p{i}.md": "DFlash2 and SANCTUM_MLX_DFLASH2\n" for i in range(5)}
+    code, _, cfg = make_repos(tmp_path, many)
+
+    gate = gates.docs(audit_docs(code, cfg, git(code, "rev-parse", "HEAD")), "unused")
+
+    # As many pages as the check lists, each in its own backticks, then how many more.
+    shown = "`docs/p0.md`, `docs/p1.md`, `docs/p2.md` (+2)"
+    assert gate.evidence == (f"DFlash2: {shown}", f"SANCTUM_MLX_DFLASH2: {shown}")
+    assert gate.status == "pass"

@@ -117,6 +117,9 @@ def test_audit_sarif_locates_the_invalid_workflow_at_its_line(audited: tuple[Res
     assert invalid["artifactLocation"]["uri"] == ".github/workflows/ci.yml"
     assert invalid["region"]["startLine"] == 5
     assert len(sarif["runs"][0]["results"]) == len(json.loads(json_run.stdout)["findings"])
+    # The JSON finding carries the same place as a field: SARIF reads it, not the message.
+    found = [f for f in json.loads(json_run.stdout)["findings"] if f["check"] == "ci-workflow-invalid"]
+    assert [f["location"] for f in found] == [{"path": ".github/workflows/ci.yml", "line": 5}]
 
 
 def test_audit_annotation_names_the_workflow_file_and_line(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:

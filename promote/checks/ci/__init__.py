@@ -14,7 +14,7 @@ from promote.checks.ci.terms import DROPPED, RUN, Decision, NodeId
 from promote.checks.ci.workflows import WORKFLOWS, read_workflows
 from promote.config import Config
 from promote.core.errors import PromoteError
-from promote.core.findings import Finding
+from promote.core.findings import Finding, Location
 from promote.core.git import Repo
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
 
@@ -29,6 +29,7 @@ class NotRun:
     test: str
     why: str
     cause: str | None
+    subject: str = WORKFLOWS  # what its finding names: the job (and filter) of `cause`, the workflows without one
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,13 @@ class CIReport:
     undecided: tuple[tuple[str, str], ...]  # (test id, what could not be evaluated)
     findings: tuple[Finding, ...]
     workflows: int
+
+
+@dataclass(frozen=True)
+class CIOutcome(CheckOutcome):
+    """The CI audit's outcome, with the number of test commands its jobs run (each a CI step) as a value."""
+
+    steps: int = 0
 
 
 def repository_of(root: Path, configured: str | None) -> str | None:
@@ -98,13 +106,17 @@ def survey_ci(root: Path, config: Config, collected: Sequence[str]) -> CIReport:
         if maybe:
             undecided.append((raw, maybe[0]))
         else:
-            filters = list(dict.fromkeys(d.why for d in decisions if not d.scope))
+            dropped = [d for d in decisions if not d.scope]
+            filters = list(dict.fromkeys(d.why for d in dropped))
             if filters:
-                not_run.append(NotRun(raw, "; ".join(filters), filters[0]))
+                not_run.append(NotRun(raw, "; ".join(filters), filters[0], dropped[0].subject))
             else:
                 why = "no CI test command covers it" if decisions else "no CI job runs pytest or unittest"
                 not_run.append(NotRun(raw, why, None))
-    findings = [Finding("ci-workflow-invalid", "error", p.source, p.message) for p in problems]
+    findings = [
+        Finding("ci-workflow-invalid", "error", p.source, p.message, location=Location(p.source, p.line))
+        for p in problems
+    ]
     findings += _grouped(not_run, plans, Counter(NodeId.parse(raw).module for raw in collected))
     reports = tuple(_report(p, run_by[testing.index(p)] if p in testing else 0) for p in plans)
     return CIReport(
@@ -120,9 +132,10 @@ def survey_ci(root: Path, config: Config, collected: Sequence[str]) -> CIReport:
     )
 
 
-def outcome(r: CIReport) -> CheckOutcome:
+def outcome(r: CIReport) -> CIOutcome:
     """The CheckOutcome (status, reason, evidence lines, findings) of a CI survey."""
     running = [j for j in r.jobs if j.state == RUNS_HERE and j.tests_run]
+    steps = sum(len(j.commands) for j in r.jobs)
     evidence = [
         f"{r.workflows} workflow file(s) in {WORKFLOWS}, {len(r.jobs)} job(s); repository {r.repository or 'unknown'}",
         *r.problems,
@@ -145,21 +158,17 @@ def outcome(r: CIReport) -> CheckOutcome:
             parts.append(f"{unreachable} job(s) cannot run in this repository")
         if r.problems:
             parts.append(f"{len(r.problems)} workflow file(s) GitHub would refuse")
-        return CheckOutcome(NAME, FAIL, "; ".join(parts), tuple(evidence), r.findings)
+        return CIOutcome(NAME, FAIL, "; ".join(parts), tuple(evidence), r.findings, steps)
     if not r.workflows:
         why = f"no GitHub Actions workflows in {WORKFLOWS} (the audit reads no other CI)"
-        return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings)
+        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps)
     if not r.collected:
         why = "no test inventory to compare with (run `promote test` first)"
-        return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings)
+        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps)
     if r.undecided:
         why = f"{len(r.undecided)} of {r.collected} test ids cannot be decided: {r.undecided[0][1]}"
-        return CheckOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings)
-    return CheckOutcome(NAME, PASS, f"CI runs all {r.collected} test ids", tuple(evidence), r.findings)
-
-
-def _subject(p: JobPlan) -> str:
-    return f"{p.job.source}: job {p.job.name}"
+        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps)
+    return CIOutcome(NAME, PASS, f"CI runs all {r.collected} test ids", tuple(evidence), r.findings, steps)
 
 
 def _grouped(not_run: list[NotRun], plans: list[JobPlan], per_module: Counter[str]) -> list[Finding]:
@@ -178,23 +187,12 @@ def _grouped(not_run: list[NotRun], plans: list[JobPlan], per_module: Counter[st
             tests = groups.pop(f"{p.label} {p.why}", [])
             left_out = f": {_counted(tests, per_module)} no other job runs" if tests else ""
             message = f"{p.label} {p.why}; none of its tests run in CI{left_out}"
-            found.append(Finding("ci-unreachable-runner", "error", _subject(p), message))
-    for reason, tests in groups.items():
+            found.append(Finding("ci-unreachable-runner", "error", p.subject, message))
+    for tests in groups.values():
         whys = dict.fromkeys(w for n in tests for w in n.why.split("; "))
         message = f"no CI job runs {_counted(tests, per_module)}: {'; '.join(whys)}"
-        found.append(Finding("ci-filtered", "error", _where(reason, plans), message, tests[0].cause))
+        found.append(Finding("ci-filtered", "error", tests[0].subject, message, tests[0].cause))
     return found
-
-
-def _where(reason: str, plans: list[JobPlan]) -> str:
-    """The subject for a reason: `source: job name: filter` for a job's filter, the job for the job itself."""
-    for p in plans:
-        if reason.endswith(f" in {p.label}"):
-            return f"{_subject(p)}: {reason.removesuffix(f' in {p.label}')}"
-        if reason.startswith(f"{p.label} "):
-            return _subject(p)
-    # Not one job's doing ("no CI test command covers it"): the workflows as a whole.
-    return WORKFLOWS
 
 
 def _counted(tests: list[NotRun], per_module: Counter[str], shown: int = 10, named: int = 5) -> str:

@@ -29,14 +29,14 @@ def workflow_data(data: dict[Any, Any]) -> dict[Any, Any]:
     return data
 
 
-def problem(data: object, text: str, source: str) -> str | None:
-    """`source:line: message` for the first way `data` breaks the schema, or None when it is valid."""
+def problem(data: object, text: str) -> tuple[int, str] | None:
+    """(line, message) of the first way `data` breaks the schema, or None when it is valid."""
     # The most relevant error, not descended into: its alternatives are read together in _explain.
     error = max(_validator().iter_errors(data), key=relevance, default=None)
     if error is None:
         return None
     path, message = _explain(error)
-    return f"{source}:{_line(text, path)}: {message}"
+    return _line(text, path), message
 
 
 def _pick(error: ValidationError) -> ValidationError:

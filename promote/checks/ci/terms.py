@@ -40,11 +40,13 @@ class Decision:
     """Whether one command (or job) runs one test, and why not when it does not.
 
     `scope` marks a drop that is no filter: the test is simply outside what the command covers.
+    `subject` is set by the job that decides; a command's own decisions leave it empty.
     """
 
     verdict: Fate
     why: str = ""
     scope: bool = False
+    subject: str = ""  # what a finding about the drop names: the job, and the filter when one dropped it
 
 
 RUNS = Decision(RUN)

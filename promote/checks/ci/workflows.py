@@ -53,6 +53,7 @@ class Problem:
 
     source: str
     message: str
+    line: int | None = None
 
 
 def read_workflows(root: Path, repository: str | None, trunk: str = "main") -> tuple[list[Job], list[Problem]]:
@@ -83,7 +84,8 @@ def _load(path: Path, source: str, problems: list[Problem]) -> dict[str, Any] | 
         mark = getattr(e, "problem_mark", None)
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
         what = getattr(e, "problem", None) or str(e).splitlines()[0]
-        problems.append(Problem(source, f"{where}: not valid YAML: {what}"))
+        line = mark.line + 1 if mark is not None else None
+        problems.append(Problem(source, f"{where}: not valid YAML: {what}", line))
         return None
     except (OSError, UnicodeDecodeError) as e:
         problems.append(Problem(source, f"{source}: cannot be read: {e}"))
@@ -92,10 +94,13 @@ def _load(path: Path, source: str, problems: list[Problem]) -> dict[str, Any] | 
         problems.append(Problem(source, f"{source}: no `jobs:` mapping, so GitHub runs nothing from it"))
         return None
     data = schema.workflow_data(data)
-    found = schema.problem(data, text, source)
+    found = schema.problem(data, text)
     if found is not None:
         # GitHub refuses the whole file: none of its jobs runs, so none is read as running.
-        problems.append(Problem(source, f"{found}; GitHub refuses the workflow, so none of its jobs runs"))
+        line, message = found
+        problems.append(
+            Problem(source, f"{source}:{line}: {message}; GitHub refuses the workflow, so none of its jobs runs", line)
+        )
         return None
     return data
 

@@ -142,8 +142,8 @@ def run_parts(
     if watcher is not None:
         watcher.stop()
     return [
-        ProcessOutcome(part, local, tuple(argv), int(proc.returncode), ended[part], local / "pytest.log")
-        for part, local, argv, proc in running
+        ProcessOutcome(part, local, tuple(argv), int(proc.returncode), ended[part], local / "pytest.log", workers=n)
+        for (part, local, argv, proc), (_, n) in zip(running, parts, strict=True)
     ]
 
 

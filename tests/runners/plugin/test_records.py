@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from promote.core.findings import Finding
+from promote.core.findings import Finding, Location
 from promote.runners.plugin.outcomes import truncate
 from promote.runners.plugin.probes import MISSING, show
 from promote.runners.plugin.progress import ProgressLog, read_progress, unfinished
@@ -70,7 +70,11 @@ def test_finding_round_trips_and_rejects_unknown_severity() -> None:
         "subject": "a",
         "message": "msg",
         "cause": None,
+        "location": None,
     }
+    placed = Finding("ci-workflow-invalid", "error", "w.yml", "bad", location=Location(".github/workflows/w.yml", 5))
+    assert placed.to_json()["location"] == {"path": ".github/workflows/w.yml", "line": 5}
+    assert Finding.from_json(placed.to_json()) == placed
     with pytest.raises(ValueError, match="severity"):
         Finding("x", "fatal", "a", "msg")  # type: ignore[arg-type]
 

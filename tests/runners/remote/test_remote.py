@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 
 from promote import config
+from promote.config import load_config
 from promote.core.errors import ConfigError
+from promote.evidence import gates
 from promote.runners.remote.ssh import Target
 from promote.runners.stations import local_platform
+from promote.runners.suite import run_tests
 from tests.helpers import sshd
 from tests.helpers.gitrepos import git
 from tests.helpers.remote import SUITE, of, outcomes, package, promote_test, sshd_or_skip, station_errors, workspace
@@ -154,3 +157,15 @@ def test_bad_station_ssh_keys_name_the_key(tmp_path: Path, line: str, expected: 
     (tmp_path / "promote.toml").write_text(f'[promote]\ntrunk = "main"\n[promote.stations.training]\n{line}\n')
     with pytest.raises(ConfigError, match=expected.replace("(", r"\(").replace(")", r"\)")):
         config.load(tmp_path / "promote.toml")
+
+
+def test_the_tested_gate_says_a_station_package_ran_on_its_workers(tmp_path: Path, server: sshd.Sshd) -> None:
+    station = server.station_toml("training", python=sys.executable, workdir=str(tmp_path / "station"))
+    repo = workspace(tmp_path, {"there": SUITE}, package("there", "training", workers=2) + station)
+
+    run = run_tests(load_config(repo, None))
+
+    # The command that ran there is ssh's, with no `-n`: the workers come from the runner, not that line.
+    [there] = run.packages
+    assert there.workers == 2
+    assert f"there ran on {there.station}, on 2 workers" in "\n".join(gates.tested(run, None, None).evidence)
