@@ -286,12 +286,7 @@ def summarize(
         bad = any(is_red(t.outcome) for t in part_tests)
         failing.append(bad or bool(died) or bool(done.timed_out))
     tests, collection_errors = _collection_errors(tests)
-    findings += [
-        Finding(
-            "package-error", "error", t.nodeid, f"pytest could not collect {t.nodeid}: {_cause(t.longrepr)}{_said(t)}"
-        )
-        for t in collection_errors
-    ]
+    findings += [_uncollected(t) for t in collection_errors]
     crashed = [(n, w) for n, w in lost if n not in timed_out]
     findings += [crash_finding(n, w) for n, w in crashed]
     findings += [timeout_finding(n, timeout_s) for n in sorted(timed_out)]
@@ -325,6 +320,12 @@ def summarize(
         leaks=tuple(leak for w in every for leak in w.leaked),
         parts=tuple(done.part for done in parts),
         workers=parts[0].workers,
+    )
+
+
+def _uncollected(t: TestRecord) -> Finding:
+    return Finding(
+        "package-error", "error", t.nodeid, f"pytest could not collect {t.nodeid}: {_cause(t.longrepr)}{_said(t)}"
     )
 
 
