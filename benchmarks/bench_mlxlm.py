@@ -113,11 +113,15 @@ def arms(root: Path, repo: Path, hf_home: Path) -> list[Arm]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--arms", nargs="+", choices=("first-pass", "promote", "restore"), default=["first-pass", "promote", "restore"],
+        help="the promote arms to run beside plain pytest (default: all three)",
+    )  # fmt: skip
     args = parser.parse_args()
     root = WORK_DIR / "mlx-lm"
     with exclusive("bench_mlxlm"):
         repo, hf_home = unpack(root)
-        all_arms = arms(root, repo, hf_home)
+        all_arms = [a for a in arms(root, repo, hf_home) if a.name == "pytest" or a.name in args.arms]
         for arm in all_arms:  # warm-up: page cache, .pyc files
             measure_arm(arm)
         seconds: dict[str, list[float]] = {a.name: [] for a in all_arms}
@@ -130,6 +134,8 @@ def main() -> int:
             print(f"  round {i + 1}/{args.rounds}: {ran}", flush=True)
     rows, verdicts = [], {}
     for name, target in TARGETS.items():
+        if name not in seconds:
+            continue
         ratios = [x / y for x, y in zip(seconds[name], seconds["pytest"], strict=True)]
         interval = median_interval(ratios)
         verdicts[name] = {
@@ -143,18 +149,21 @@ def main() -> int:
         v = verdicts[name]
         rows.append([f"{name}/pytest", f"{v['median']:.3f}", f"{interval.low:.3f}-{interval.high:.3f}", f"{target}",
                      str(v["verdict"])])  # fmt: skip
-    # What restore's pass without restores costs, beside the same run under `report`: reported, no target.
-    extra = [x / y for x, y in zip(seconds["restore"], seconds["promote"], strict=True)]
-    low, high = median_interval(extra).low, median_interval(extra).high
-    verdicts["restore/promote"] = {"ratios": [round(r, 3) for r in extra], "median": round(statistics.median(extra), 3)}
-    rows.append(["restore/promote", f"{statistics.median(extra):.3f}", f"{low:.3f}-{high:.3f}", "-", "reported"])
+    if "restore" in seconds and "promote" in seconds:
+        # What restore's pass without restores costs, beside the same run under `report`: reported, no target.
+        extra = [x / y for x, y in zip(seconds["restore"], seconds["promote"], strict=True)]
+        low, high = median_interval(extra).low, median_interval(extra).high
+        verdicts["restore/promote"] = {
+            "ratios": [round(r, 3) for r in extra], "median": round(statistics.median(extra), 3)
+        }  # fmt: skip
+        rows.append(["restore/promote", f"{statistics.median(extra):.3f}", f"{low:.3f}-{high:.3f}", "-", "reported"])
     print(format_table(["arm", "median s", "min s", "max s"], [
         [n, f"{statistics.median(s):.1f}", f"{min(s):.1f}", f"{max(s):.1f}"] for n, s in seconds.items()
     ]))  # fmt: skip
     print()
     print(format_table(["ratio", "median", "interval", "target", "verdict"], rows))
     data: dict[str, Any] = {"machine": machine_info(), "seconds": seconds, "ratios": verdicts,
-                            "command": "python benchmarks/bench_mlxlm.py --rounds N"}  # fmt: skip
+                            "command": f"python benchmarks/bench_mlxlm.py --rounds {args.rounds} --arms {' '.join(args.arms)}"}  # fmt: skip
     path = write_results("bench_mlxlm", data)
     print(f"\nresults: {path}")
     return 0
