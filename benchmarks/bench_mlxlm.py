@@ -162,8 +162,8 @@ def main() -> int:
     ]))  # fmt: skip
     print()
     print(format_table(["ratio", "median", "interval", "target", "verdict"], rows))
-    data: dict[str, Any] = {"machine": machine_info(), "seconds": seconds, "ratios": verdicts,
-                            "command": f"python benchmarks/bench_mlxlm.py --rounds {args.rounds} --arms {' '.join(args.arms)}"}  # fmt: skip
+    command = f"python benchmarks/bench_mlxlm.py --rounds {args.rounds} --arms {' '.join(args.arms)}"
+    data: dict[str, Any] = {"machine": machine_info(), "seconds": seconds, "ratios": verdicts, "command": command}
     path = write_results("bench_mlxlm", data)
     print(f"\nresults: {path}")
     return 0
