@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -138,41 +139,52 @@ def test_unchanged_only_when_a_commit_holds_the_page_and_never_inside_a_nested_r
     assert docs_state(docs) == before and not (docs / "theme" / "evidence").exists()
 
 
-# One publisher: wait for the common start, publish one page, print what the docs repository was read back holding.
-PUBLISHER = """
+# What both racing publishers share: their arguments, and a barrier per round (not a timetable: on a loaded
+# machine a slow round would put the two out of step).
+RACER = """
 import json, sys, time
 from pathlib import Path
 from promote.evidence.publish import publish
 docs, who, barrier, rounds = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
-for round_ in range(rounds):
-    # A barrier per round, not a timetable: on a loaded machine a slow round would put the two out of step.
+def meet(round_):
     (barrier / f"{round_}-{who}").touch()
     while len(list(barrier.glob(f"{round_}-*"))) < 2:
         time.sleep(0.001)
+"""
+# One publisher: meet the other, publish one page, print what the docs repository was read back holding.
+PUBLISHER = (
+    RACER
+    + """
+for round_ in range(rounds):
+    meet(round_)
     began = time.time()
     r = publish(docs, {f"docs/evidence/{round_:02d}-{who}.md": f"# {who} {round_}\\n"}, f"promote: {who} {round_}")
     print(json.dumps({"round": round_, "began": began, "status": r.status, "commit": r.commit, "cause": r.cause}))
 """
+)
+
+
+def race(script: str, docs: Path, tmp_path: Path, rounds: int) -> list[dict[str, Any]]:
+    """Two publishers, alpha and beta, running `script` side by side; what each printed, alpha's first."""
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    publishers = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(docs), who, str(barrier), str(rounds)], stdout=subprocess.PIPE, text=True
+        )
+        for who in ("alpha", "beta")
+    ]
+    outputs = [p.communicate(timeout=300)[0] for p in publishers]
+    assert [p.returncode for p in publishers] == [0, 0]
+    return [json.loads(line) for out in outputs for line in out.splitlines()]
 
 
 @pytest.mark.slow
 def test_two_publishers_into_one_docs_repository_at_once_both_land_every_time(tmp_path: Path) -> None:
     docs = docs_repo(tmp_path)
     rounds = 20
-    barrier = tmp_path / "barrier"
-    barrier.mkdir()
-    publishers = [
-        subprocess.Popen(
-            [sys.executable, "-c", PUBLISHER, str(docs), who, str(barrier), str(rounds)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for who in ("alpha", "beta")
-    ]
-    outputs = [p.communicate(timeout=300)[0] for p in publishers]
 
-    assert [p.returncode for p in publishers] == [0, 0]
-    results = [json.loads(line) for out in outputs for line in out.splitlines()]
+    results = race(PUBLISHER, docs, tmp_path, rounds)
     assert len(results) == 2 * rounds
     assert [r for r in results if r["status"] != "committed"] == []
     # They really started together: in most rounds within 50 ms of each other (a late start proves nothing).
@@ -215,18 +227,14 @@ def test_a_commit_that_would_undo_one_landed_meanwhile_is_not_published(
     assert result.cause == f"HEAD {after} also changes docs/other.md of {meanwhile}, which landed during the commit"
 
 
-INDEXER = """
-import json, sys, time
-from pathlib import Path
+INDEXER = (
+    RACER
+    + """
 from promote.config.settings import DocsConfig
 from promote.evidence.audit import publish_files
-from promote.evidence.publish import publish
-docs, who, barrier, rounds = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
 config = DocsConfig(repo=docs, page="docs/evidence/{run}.md")
 for round_ in range(rounds):
-    (barrier / f"{round_}-{who}").touch()
-    while len(list(barrier.glob(f"{round_}-*"))) < 2:
-        time.sleep(0.001)
+    meet(round_)
     run = f"2026120{round_ % 10}T00000{round_ % 10}.{who}"
     page = (f"---\\npromote_evidence: page\\npromote_run: \\"{run}\\"\\npromote_commit: \\"{'a' * 40}\\"\\n"
             "promote_date: \\"2026-12-01\\"\\n"
@@ -235,6 +243,7 @@ for round_ in range(rounds):
     r = publish(docs, lambda: publish_files(config, rel, page), f"promote: {who} {round_}")
     print(json.dumps({"round": round_, "status": r.status, "files": list(r.files)}))
 """
+)
 
 
 @pytest.mark.slow
@@ -242,21 +251,9 @@ def test_two_publishers_each_index_every_page_the_other_landed(tmp_path: Path) -
     # The index is read from the docs repository once the publish lock is held: a publisher that read it
     # before taking its turn would commit an index that leaves out the page landed while it waited.
     docs = docs_repo(tmp_path)
-    barrier = tmp_path / "barrier"
-    barrier.mkdir()
     rounds = 6
-    publishers = [
-        subprocess.Popen(
-            [sys.executable, "-c", INDEXER, str(docs), who, str(barrier), str(rounds)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for who in ("alpha", "beta")
-    ]
-    outputs = [p.communicate(timeout=300)[0] for p in publishers]
 
-    assert [p.returncode for p in publishers] == [0, 0]
-    results = [json.loads(line) for out in outputs for line in out.splitlines()]
+    results = race(INDEXER, docs, tmp_path, rounds)
     assert [r["status"] for r in results] == ["committed"] * 2 * rounds
     assert all("docs/evidence/index.md" in r["files"] for r in results)
     index = git(docs, "show", "HEAD:docs/evidence/index.md")
