@@ -29,9 +29,6 @@ from promote.release import mirrors as mirrors_mod
 from promote.release.check import CheckResult, check
 from promote.release.mirrors import MirrorStatus
 
-# The journal entry written before each push; its completion is the "push" entry with the same id.
-INTENT = "push-intent"
-
 
 @dataclass(frozen=True)
 class MirrorMerge:
@@ -127,21 +124,14 @@ def _read_back(m: MirrorStatus, sha: str, pushed: Finished, now: str | None, unr
 def _push_one(ws: Workspace, m: MirrorStatus, sha: str, run: str) -> tuple[MirrorMerge, str | None]:
     """Journal the intent, push, read the mirror back, journal what it holds; (result, journal error)."""
     cfg, root = ws.config, ws.repo.root
-    entry = {
-        "id": f"{run}/{m.name}",
-        "mirror": m.name,
-        "url": m.url,
-        "trunk": cfg.trunk,
-        "before": m.head,
-        "candidate": sha,
-    }
+    intent = journal.PushIntent(f"{run}/{m.name}", m.name, m.url, cfg.trunk, m.head, sha)
     # Written (and fsynced) before the push: a merge killed mid-push leaves this for the next run to settle.
-    journal.append(root, {"op": INTENT, **entry})
+    journal.append(root, intent)
     pushed = ws.repo.push(ws.target(m.name), sha, cfg.trunk, timeout=cfg.mirror_timeout_s)
     now, unread = mirrors_mod.read_head(ws.repo, ws.target(m.name), cfg.trunk, timeout=cfg.mirror_timeout_s)
     done = _read_back(m, sha, pushed, now, unread)
     try:
-        journal.append(root, {"op": "push", **entry, "status": done.status, "after": done.after, "reason": done.reason})
+        journal.append(root, intent.done(done.status, done.after, done.reason))
     except state.StateError as e:
         return done, str(e)
     return done, None
@@ -181,23 +171,21 @@ def settle(ws: Workspace) -> list[str]:
     """Close every push a killed merge left open, with what that mirror holds now; what was settled."""
     root, timeout = ws.repo.root, ws.config.mirror_timeout_s
     entries = journal.read(root)
-    closed = {e.get("id") for e in entries if e.get("op") == "push"}
+    closed = {e.id for e in entries if isinstance(e, journal.PushDone)}
     said = []
     for e in entries:
-        if e.get("op") != INTENT or e.get("id") in closed:
+        if not isinstance(e, journal.PushIntent) or e.id in closed:
             continue
-        name, trunk, before, sha = (str(e.get(k)) for k in ("mirror", "trunk", "before", "candidate"))
-        now, unread = mirrors_mod.read_head(ws.repo, ws.target(name), trunk, timeout=timeout)
+        now, unread = mirrors_mod.read_head(ws.repo, ws.target(e.mirror), e.trunk, timeout=timeout)
         if unread is not None:
-            said.append(f"{name}: an interrupted push is still unsettled: {name} could not be read ({unread})")
+            said.append(f"{e.mirror}: an interrupted push is still unsettled: {e.mirror} could not be read ({unread})")
             continue  # left open: the next run reads it again
-        status = ADVANCED if now == sha else INTERRUPTED
+        status: MergeMirrorState = ADVANCED if now == e.candidate else INTERRUPTED
         held = (now or "no branch")[:7]
-        what = "the candidate" if now == sha else "not the candidate"
-        note = f"settled after an interrupted merge: {name} holds {held} ({what})"
-        entry = {k: v for k, v in e.items() if k not in ("op", "time")}
-        journal.append(root, {"op": "push", **entry, "status": status, "after": now, "reason": note})
-        said.append(f"{name}: {note}; before it was {before[:7]}")
+        what = "the candidate" if now == e.candidate else "not the candidate"
+        note = f"settled after an interrupted merge: {e.mirror} holds {held} ({what})"
+        journal.append(root, e.done(status, now, note))
+        said.append(f"{e.mirror}: {note}; before it was {(e.before or 'no branch')[:7]}")
     return said
 
 
@@ -323,7 +311,7 @@ def merge(ws: Workspace, candidate: str | None = None, *, dry_run: bool = False)
     verdict = _verdict(verified, sha)
     local = _fast_forward_local(ws.repo, cfg.trunk, sha) if verdict == MERGED else None
     try:
-        journal.append(root, {"op": "merge", "trunk": cfg.trunk, "candidate": sha, "verdict": verdict})
+        journal.append(root, journal.MergeDone(cfg.trunk, sha, verdict))
     except state.StateError as e:
         notes.append(str(e))
     return finish(verdict, verified, local)
