@@ -13,11 +13,11 @@ TOO_FAST = 0.25
 
 
 def grouped(reasons: tuple[tuple[str, int], ...], limit: int = 2) -> str:
-    """`RuntimeError: x (3); temperature 0.8 > 0 (1)`: the most frequent first, each with its count."""
+    """`RuntimeError: x (3); temperature 0.8 > 0 (1); 2 other reasons (4)`: the most frequent first, counted."""
     # One reason needs no count: the sentence around it gives the total.
     shown = "; ".join(f"{r} ({n})" if len(reasons) > 1 else r for r, n in reasons[:limit])
-    more = len(reasons) - limit
-    return shown + (f"; {more} other reason{'s' if more > 1 else ''}" if more > 0 else "")
+    more, rest = len(reasons) - limit, sum(n for _, n in reasons[limit:])
+    return shown + (f"; {more} other reason{'s' if more > 1 else ''} ({rest})" if more > 0 else "")
 
 
 def secs(v: float) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from promote.accel.engaged import grouped
 from tests.helpers.cli import run, run_json
 from tests.helpers.packages import write_config, write_package
 
@@ -316,3 +317,10 @@ def test_a_sweep_without_out_or_with_an_unknown_key_names_the_key(tmp_path: Path
     result = run(tmp_path, "accel")
     assert result.exit_code == 2
     assert "promote.accelerations[0].sweep.group: unknown key; did you mean 'group_by'?" in result.stderr
+
+
+def test_reasons_past_the_second_are_counted_together_with_their_requests() -> None:
+    reasons = (("RuntimeError: x", 3), ("temperature 0.8 > 0", 2), ("batch > 1", 1), ("no draft", 1))
+    assert grouped(reasons) == "RuntimeError: x (3); temperature 0.8 > 0 (2); 2 other reasons (2)"
+    assert grouped(reasons[:3]) == "RuntimeError: x (3); temperature 0.8 > 0 (2); 1 other reason (1)"
+    assert grouped(reasons[:1]) == "RuntimeError: x"
