@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import json
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -100,9 +103,8 @@ def matches(p: Planted, f: Finding) -> bool:
     return f.check == p.check and p.needle in f"{f.subject} {f.message} {f.cause or ''}"
 
 
-# What the example's packages import, and the extra that installs it: they run in promote's own interpreter.
+# What the example's packages import: they run in promote's own interpreter, so the demo extra installs them.
 DEMO_NEEDS = ("mlx", "mlx_lm")
-DEMO_EXTRA = "promote-release[demo]"
 
 
 def require_demo_extra() -> None:
@@ -110,7 +112,29 @@ def require_demo_extra() -> None:
     missing = [name for name in DEMO_NEEDS if importlib.util.find_spec(name) is None]
     if missing:
         names = " and ".join(name.replace("_", "-") for name in missing)
-        raise UsageError(f"the demo needs {names} (not installed here): pip install '{DEMO_EXTRA}'")
+        raise UsageError(f"the demo needs {names} (not installed here): {demo_extra_install()}")
+
+
+def demo_extra_install() -> str:
+    """The command that adds the demo extra to this install, from the clone or URL pip installed promote from.
+
+    promote-release is not on the package index, so its name alone would not install; pip records where a
+    distribution came from in its `direct_url.json` (PEP 610).
+    """
+    try:
+        raw = importlib.metadata.distribution("promote-release").read_text("direct_url.json")
+        origin = json.loads(raw) if raw else {}
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        origin = {}
+    url = origin.get("url", "") if isinstance(origin, dict) else ""
+    if url.startswith("file://"):
+        editable = "-e " if origin.get("dir_info", {}).get("editable") else ""
+        return f"pip install {editable}'{urllib.parse.unquote(url.removeprefix('file://'))}[demo]'"
+    vcs = origin.get("vcs_info") if isinstance(origin, dict) else None
+    if url and isinstance(vcs, dict):
+        at = f"@{vcs['requested_revision']}" if vcs.get("requested_revision") else ""
+        return f"pip install 'promote-release[demo] @ {vcs.get('vcs', 'git')}+{url}{at}'"
+    return "pip install '.[demo]' in your clone of promote (promote-release is not on the package index)"
 
 
 def demo(keep: Path | None, *, say: Say, on_progress: ProgressCallback | None = None) -> DemoRun:
