@@ -8,7 +8,7 @@ Arms, rotated each round so none always runs first:
 - `restore`: the same with `leaks = "restore"`, whose pass without restores runs where something was
   restored (its cost is reported against `promote`, with no target).
 
-Targets: first-pass/pytest within 1.10, promote/pytest within 1.5 (median per-round ratio).
+Targets: first-pass/pytest within 1.10, promote/pytest and restore/pytest within 1.5 (median per-round ratio).
 The snapshot lives in shared/corpora beside this repository; nothing is downloaded.
 """
 
@@ -47,7 +47,8 @@ CORPUS = next(
     (p / "shared" / "corpora" / SNAPSHOT for p in REPO_ROOT.parents if (p / "shared" / "corpora" / SNAPSHOT).is_file()),
     REPO_ROOT.parent / "shared" / "corpora" / SNAPSHOT,
 )
-TARGETS = {"first-pass": 1.10, "promote": 1.5}
+# Issue 23 holds `report` (the default) within 1.5; issue 27 holds both modes' whole run within 1.5 too.
+TARGETS = {"first-pass": 1.10, "promote": 1.5, "restore": 1.5}
 CONFIG = """\
 [promote]
 trunk = "main"
@@ -110,29 +111,10 @@ def arms(root: Path, repo: Path, hf_home: Path) -> list[Arm]:
     return [plain, *promote]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument(
-        "--arms", nargs="+", choices=("first-pass", "promote", "restore"), default=["first-pass", "promote", "restore"],
-        help="the promote arms to run beside plain pytest (default: all three)",
-    )  # fmt: skip
-    args = parser.parse_args()
-    root = WORK_DIR / "mlx-lm"
-    with exclusive("bench_mlxlm"):
-        repo, hf_home = unpack(root)
-        all_arms = [a for a in arms(root, repo, hf_home) if a.name == "pytest" or a.name in args.arms]
-        for arm in all_arms:  # warm-up: page cache, .pyc files
-            measure_arm(arm)
-        seconds: dict[str, list[float]] = {a.name: [] for a in all_arms}
-        for i in range(args.rounds):
-            k = i % len(all_arms)
-            order = all_arms[k:] + all_arms[:k]
-            for arm in order:
-                seconds[arm.name].append(measure_arm(arm).wall_s)
-            ran = ", ".join(f"{a.name} {seconds[a.name][-1]:.1f}s" for a in order)
-            print(f"  round {i + 1}/{args.rounds}: {ran}", flush=True)
-    rows, verdicts = [], {}
+def judged(seconds: dict[str, list[float]]) -> tuple[list[list[str]], dict[str, Any]]:
+    """Each arm's per-round ratios to plain pytest, their median, interval and verdict; the table rows."""
+    rows: list[list[str]] = []
+    verdicts: dict[str, Any] = {}
     for name, target in TARGETS.items():
         if name not in seconds:
             continue
@@ -157,13 +139,45 @@ def main() -> int:
             "ratios": [round(r, 3) for r in extra], "median": round(statistics.median(extra), 3)
         }  # fmt: skip
         rows.append(["restore/promote", f"{statistics.median(extra):.3f}", f"{low:.3f}-{high:.3f}", "-", "reported"])
+    return rows, verdicts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--arms", nargs="+", choices=("first-pass", "promote", "restore"), default=["first-pass", "promote", "restore"],
+        help="the promote arms to run beside plain pytest (default: all three)",
+    )  # fmt: skip
+    args = parser.parse_args()
+    root = WORK_DIR / "mlx-lm"
+    with exclusive("bench_mlxlm"):
+        repo, hf_home = unpack(root)
+        all_arms = [a for a in arms(root, repo, hf_home) if a.name == "pytest" or a.name in args.arms]
+        for arm in all_arms:  # warm-up: page cache, .pyc files
+            measure_arm(arm)
+        seconds: dict[str, list[float]] = {a.name: [] for a in all_arms}
+        # CPU seconds the rest of the machine used during each run: a round another process disturbed shows.
+        others: dict[str, list[float | None]] = {a.name: [] for a in all_arms}
+        for i in range(args.rounds):
+            k = i % len(all_arms)
+            order = all_arms[k:] + all_arms[:k]
+            for arm in order:
+                run = measure_arm(arm)
+                seconds[arm.name].append(run.wall_s)
+                others[arm.name].append(None if run.others_cpu_s is None else round(run.others_cpu_s, 1))
+            ran = ", ".join(f"{a.name} {seconds[a.name][-1]:.1f}s (others {others[a.name][-1]} cpu-s)" for a in order)
+            print(f"  round {i + 1}/{args.rounds}: {ran}", flush=True)
+    rows, verdicts = judged(seconds)
     print(format_table(["arm", "median s", "min s", "max s"], [
         [n, f"{statistics.median(s):.1f}", f"{min(s):.1f}", f"{max(s):.1f}"] for n, s in seconds.items()
     ]))  # fmt: skip
     print()
     print(format_table(["ratio", "median", "interval", "target", "verdict"], rows))
     command = f"python benchmarks/bench_mlxlm.py --rounds {args.rounds} --arms {' '.join(args.arms)}"
-    data: dict[str, Any] = {"machine": machine_info(), "seconds": seconds, "ratios": verdicts, "command": command}
+    data: dict[str, Any] = {
+        "machine": machine_info(), "seconds": seconds, "others_cpu_s": others, "ratios": verdicts, "command": command
+    }  # fmt: skip
     path = write_results("bench_mlxlm", data)
     print(f"\nresults: {path}")
     return 0
