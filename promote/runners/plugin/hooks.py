@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from promote.core.policies import LEAK_POLICIES, RESTORE
+from promote.core.policies import LEAK_POLICIES, REPORT
 from promote.core.station import Station, read_station
 from promote.runners.plugin.items import REQUIREMENTS, SERIAL_LEFT, requirements_of
 
@@ -39,8 +39,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--promote-leaks",
         choices=LEAK_POLICIES,
-        default=RESTORE,
-        help="global state a test leaves changed: restore it (default), only report it, or do not probe at all",
+        default=REPORT,
+        # promote's own default: a run sees the state each test left, as plain pytest does.
+        help="global state a test leaves changed: only report it (default), restore it, or do not probe at all",
     )
     group.addoption(
         "--promote-serial",
@@ -121,7 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Imported here so that a run without --promote-out pays nothing for the plugin.
     from promote.runners.plugin.recorder import Recorder
 
-    leaks = str(config.getoption("promote_leaks", default=RESTORE))
+    leaks = str(config.getoption("promote_leaks", default=REPORT))
     recorder = Recorder(config, Path(out).resolve(), worker, leaks)
     config.pluginmanager.register(recorder, RECORDER)
 
