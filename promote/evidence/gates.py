@@ -211,17 +211,22 @@ def merged(check: CheckResult, record: MergeRecord | str | None) -> Gate:
         return Gate(PASS, tuple(lines))
     statuses: list[Status] = []
     for m in mirrors:
-        if m.status == "fast-forward":
-            statuses.append(FAIL)
-            lines.append(f"{m.name} lags {plural(m.behind or 0, 'commit')} behind {sha}: a fast-forward, nothing to "
-                         "discard, so `promote merge` is safe")  # fmt: skip
-        elif m.status == "diverged":
-            statuses.append(FAIL)
-            lines.append(f"{m.name} has {plural(m.discard or 0, 'commit')} the candidate lacks: diverged, "
-                         "`promote merge` refuses (it never forces)")  # fmt: skip
-        elif m.status in ("missing", "unreachable"):
-            statuses.append(FAIL if m.status == "missing" else UNDECIDED)
-            lines.append(f"{m.name} is {m.status}: {m.reason}")
+        match m.status:
+            case "fast-forward":
+                statuses.append(FAIL)
+                lines.append(f"{m.name} lags {plural(m.behind or 0, 'commit')} behind {sha}: a fast-forward, nothing "
+                             "to discard, so `promote merge` is safe")  # fmt: skip
+            case "diverged":
+                statuses.append(FAIL)
+                lines.append(f"{m.name} has {plural(m.discard or 0, 'commit')} the candidate lacks: diverged, "
+                             "`promote merge` refuses (it never forces)")  # fmt: skip
+            case "missing" | "unreachable":
+                statuses.append(FAIL if m.status == "missing" else UNDECIDED)
+                lines.append(f"{m.name} is {m.status}: {m.reason}")
+            case "up-to-date":
+                pass  # told below, with the others that agree
+            case _:
+                assert_never(m.status)
     if agree:
         lines.append(f"{names(agree, code=False)} already {'holds' if len(agree) == 1 else 'hold'} {sha}")
     return Gate(worst(statuses), tuple(lines))

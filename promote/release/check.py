@@ -17,6 +17,7 @@ from promote.core.vocab import (
 )
 from promote.core.vocab import (
     CheckVerdict,
+    assert_never,
 )
 from promote.release import drift as drift_mod
 from promote.release import mirrors as mirrors_mod
@@ -51,20 +52,21 @@ class CheckResult:
 def mirror_findings(statuses: tuple[MirrorStatus, ...], trunk: str) -> list[Finding]:
     found = []
     for m in statuses:
-        if m.status == mirrors_mod.DIVERGED:
-            listed = "; ".join(f"{c.short} {c.subject} ({c.author})" for c in m.discard_commits)
-            found.append(
-                Finding(
-                    "mirror-diverged",
-                    "error",
-                    m.name,
-                    f"{m.name}/{trunk} has {m.discard} commit(s) the candidate lacks; a push would discard: {listed}",
+        match m.status:
+            case "diverged":
+                listed = "; ".join(f"{c.short} {c.subject} ({c.author})" for c in m.discard_commits)
+                message = (
+                    f"{m.name}/{trunk} has {m.discard} commit(s) the candidate lacks; a push would discard: {listed}"
                 )
-            )
-        elif m.status == mirrors_mod.MISSING:
-            found.append(Finding("mirror-missing", "error", m.name, f"{m.name} has no branch {trunk}"))
-        elif m.status == mirrors_mod.UNREACHABLE:
-            found.append(Finding("mirror-unreachable", "warning", m.name, f"{m.name} ({m.url}): {m.reason}"))
+                found.append(Finding("mirror-diverged", "error", m.name, message))
+            case "missing":
+                found.append(Finding("mirror-missing", "error", m.name, f"{m.name} has no branch {trunk}"))
+            case "unreachable":
+                found.append(Finding("mirror-unreachable", "warning", m.name, f"{m.name} ({m.url}): {m.reason}"))
+            case "up-to-date" | "fast-forward":
+                pass  # safe: nothing to find
+            case _:
+                assert_never(m.status)
     return found
 
 
