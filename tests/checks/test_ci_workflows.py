@@ -292,7 +292,11 @@ def test_filters_of_two_jobs_that_read_alike_are_two_findings(tmp_path: Path) ->
     ]
     # Each entry's filter drops the tests of its own directory: one finding each, not one for both.
     assert checks(report) == [
-        ("ci-filtered", f'{ALIKE_SUBJECT}: -k "not slow"', f"no CI job runs 1 test id(s) in 1 module(s) ({m} (1 of 2: test_slow)): {why}")
+        (
+            "ci-filtered",
+            f'{ALIKE_SUBJECT}: -k "not slow"',
+            f"no CI job runs 1 test id(s) in 1 module(s) ({m} (1 of 2: test_slow)): {why}",
+        )
         for m in ALIKE_FILES
     ]
 

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from promote.checks.ci.jobs import RUNS_HERE, JobPlan, plan
 from promote.checks.ci.nox import Noxfile
-from promote.checks.ci.reasons import Reason, sentence
-from promote.checks.ci.reasons import subject as subject_of
+from promote.checks.ci.reasons import Reason, sentence, subject_of
 from promote.checks.ci.terms import NodeId
 from promote.checks.ci.workflows import WORKFLOWS, read_workflows
 from promote.config import Config

@@ -10,8 +10,8 @@ from pathlib import Path
 from promote.checks.ci.commands import NoxCall, Opaque, classify
 from promote.checks.ci.nox import Noxfile
 from promote.checks.ci.pytest_run import PytestRun
-from promote.checks.ci.shell import invocations
 from promote.checks.ci.reasons import Reason, job_subject
+from promote.checks.ci.shell import invocations
 from promote.checks.ci.terms import RUN, Decision, NodeId, label
 from promote.checks.ci.unittest_run import UnittestRun
 from promote.checks.ci.workflows import Job

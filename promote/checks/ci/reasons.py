@@ -1,7 +1,7 @@
 """Why no CI job runs a test, or why that cannot be told: a typed value the audit groups and counts by.
 
 A reason holds the job itself and the commands' own words (a filter as written); the sentence a finding or
-an evidence line says is made from it by `sentence` and `subject`, and nothing is keyed on that text.
+an evidence line says is made from it by `sentence` and `subject_of`, and nothing is keyed on that text.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def sentence(r: Reason) -> str:
     assert_never(kind)
 
 
-def subject(r: Reason) -> str:
+def subject_of(r: Reason) -> str:
     """What a finding about the reason names: the job, and the filter when one dropped the test."""
     if r.job is None:
         return WORKFLOWS
