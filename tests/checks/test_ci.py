@@ -188,7 +188,7 @@ jobs:
     assert [(n.test, n.why) for n in report.not_run] == [
         ("tests/test_model.py::test_load", '-m "not slow" in job `fast` of .github/workflows/t.yml')
     ]
-    whys = dict(report.undecided)
+    whys = {u.test: u.why for u in report.undecided}
     assert "tests/test_model.py::test_device_leak" not in whys
     assert whys["integration/test_e2e.py::test_e2e"] == (
         "job `nightly` of .github/workflows/t.yml may not run: `if: github.event_name == 'schedule'`: "

@@ -139,7 +139,7 @@ def test_pull_request_target_is_undecided_not_guessed(tmp_path: Path) -> None:
     report = survey(tmp_path, {"ci.yml": "on: pull_request_target\n" + JOB})
 
     assert report.run == 0 and report.not_run == ()
-    assert "pull_request_target" in report.undecided[0][1]
+    assert "pull_request_target" in report.undecided[0].why
 
 
 def test_a_cd_inside_a_subshell_does_not_leak(tmp_path: Path) -> None:
@@ -237,7 +237,7 @@ def test_markers_added_while_collecting_leave_m_undecided(tmp_path: Path) -> Non
     report = survey(tmp_path, {"ci.yml": "on: push\n" + job}, files, MARKED_IDS)
 
     assert (report.run, report.not_run) == (0, ())
-    assert {why for _, why in report.undecided} == {
+    assert {u.why for u in report.undecided} == {
         '-m "not slow": a conftest.py adds markers while collecting in job `tests` of .github/workflows/ci.yml'
     }
 
@@ -247,11 +247,71 @@ def test_marker_arguments_and_broken_expressions_are_undecided(tmp_path: Path) -
     job += "      - run: python -m pytest -q packages -k 'x and'\n"
     report = survey(tmp_path, {"ci.yml": "on: push\n" + job}, {"tests/test_core.py": MARKED}, MARKED_IDS)
 
-    [why] = {why.split(" in job")[0] for _, why in report.undecided}
+    [why] = {u.why.split(" in job")[0] for u in report.undecided}
     # pytest 8.1 and later accept marker arguments in -m (the audit cannot read them); pytest 8.0 rejects
     # the expression itself. Undecided either way, saying which.
     assert why == '-m "slow(reason=1)" compares marker arguments, which the audit does not read' or why.startswith(
         '-m "slow(reason=1)" is not an expression pytest accepts'
     )
     report = survey(tmp_path, {"ci.yml": "on: push\n" + JOB.replace("-q", "-q -k 'x and'")})
-    assert report.undecided[0][1].startswith('-k "x and" is not an expression pytest accepts')
+    assert report.undecided[0].why.startswith('-k "x and" is not an expression pytest accepts')
+
+
+# Two matrix entries GitHub names alike, `tests (tests/unit, fast)`: one value holds the comma the other's
+# name puts between two values. They are two jobs, selecting different directories.
+ALIKE = """\
+on: push
+jobs:
+  tests:
+    runs-on: RUNNER
+    strategy:
+      matrix:
+        include:
+          - {suite: tests/unit, extra: fast}
+          - {suite: "tests/unit, fast"}
+    steps:
+      - run: python -m pytest -q "${{ matrix.suite }}" -k "not slow"
+"""
+ALIKE_FILES = {
+    "tests/unit/test_a.py": "def test_fast(): pass\ndef test_slow(): pass\n",
+    "tests/unit, fast/test_b.py": "def test_fast(): pass\ndef test_slow(): pass\n",
+}
+ALIKE_LABEL = "job `tests (tests/unit, fast)` of .github/workflows/ci.yml"
+ALIKE_SUBJECT = ".github/workflows/ci.yml: job tests (tests/unit, fast)"
+
+
+def test_filters_of_two_jobs_that_read_alike_are_two_findings(tmp_path: Path) -> None:
+    collected = [f"{m}::{t}" for m in ALIKE_FILES for t in ("test_fast", "test_slow")]
+    report = survey(tmp_path, {"ci.yml": ALIKE.replace("RUNNER", "ubuntu-latest")}, ALIKE_FILES, collected)
+
+    why = f'-k "not slow" in {ALIKE_LABEL}'
+    assert report.run == 2
+    assert [(n.test, n.why) for n in report.not_run] == [
+        ("tests/unit/test_a.py::test_slow", why),
+        ("tests/unit, fast/test_b.py::test_slow", why),
+    ]
+    # Each entry's filter drops the tests of its own directory: one finding each, not one for both.
+    assert checks(report) == [
+        (
+            "ci-filtered",
+            f'{ALIKE_SUBJECT}: -k "not slow"',
+            f"no CI job runs 1 test id(s) in 1 module(s) ({m} (1 of 2: test_slow)): {why}",
+        )
+        for m in ALIKE_FILES
+    ]
+
+
+def test_unreachable_jobs_that_read_alike_each_tell_their_own_tests(tmp_path: Path) -> None:
+    collected = [f"{m}::test_fast" for m in ALIKE_FILES]
+    report = survey(tmp_path, {"ci.yml": ALIKE.replace("RUNNER", "self-hosted")}, ALIKE_FILES, collected)
+
+    why = "needs runner [self-hosted], which this repository does not have (runners: ubuntu-latest)"
+    assert [n.why for n in report.not_run] == [f"{ALIKE_LABEL} {why}"] * 2
+    assert checks(report) == [
+        (
+            "ci-unreachable-runner",
+            ALIKE_SUBJECT,
+            f"{ALIKE_LABEL} {why}; none of its tests run in CI: 1 test id(s) in 1 module(s) ({m}) no other job runs",
+        )
+        for m in ALIKE_FILES
+    ]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from promote.checks.ci.jobs import RUNS_HERE, JobPlan, plan
 from promote.checks.ci.nox import Noxfile
-from promote.checks.ci.terms import DROPPED, RUN, Decision, NodeId
+from promote.checks.ci.reasons import Reason, sentence, subject_of
+from promote.checks.ci.terms import NodeId
 from promote.checks.ci.workflows import WORKFLOWS, read_workflows
 from promote.config import Config
 from promote.core.errors import PromoteError
@@ -24,12 +25,36 @@ _GITHUB = re.compile(r"^(?:[a-z+]+://)?(?:[^@/]+@)?github\.com[:/]([^/]+)/([^/]+
 
 @dataclass(frozen=True)
 class NotRun:
-    """A test id no CI job runs: every reason (`why`) and the first filter that drops it (`cause`)."""
+    """A test id no CI job runs, and every reason a job drops it for; the first one groups its finding."""
 
     test: str
-    why: str
-    cause: str | None
-    subject: str = WORKFLOWS  # what its finding names: the job (and filter) of `cause`, the workflows without one
+    reasons: tuple[Reason, ...]
+
+    @property
+    def why(self) -> str:
+        return "; ".join(dict.fromkeys(sentence(r) for r in self.reasons))
+
+    @property
+    def cause(self) -> str | None:
+        """The first reason, as its finding's cause; None when it is no job's (nothing covers the test)."""
+        return sentence(self.reasons[0]) if self.reasons[0].job is not None else None
+
+    @property
+    def subject(self) -> str:
+        """What its finding names: the job (and filter) of the first reason, the workflows without one."""
+        return subject_of(self.reasons[0])
+
+
+@dataclass(frozen=True)
+class UndecidedTest:
+    """A test id no job is seen to run, and the first reason some job may (what could not be evaluated)."""
+
+    test: str
+    reason: Reason
+
+    @property
+    def why(self) -> str:
+        return sentence(self.reason)
 
 
 @dataclass(frozen=True)
@@ -55,7 +80,7 @@ class CIReport:
     collected: int  # test ids the run collected
     run: int
     not_run: tuple[NotRun, ...]
-    undecided: tuple[tuple[str, str], ...]  # (test id, what could not be evaluated)
+    undecided: tuple[UndecidedTest, ...]
     findings: tuple[Finding, ...]
     workflows: int
 
@@ -88,31 +113,27 @@ def survey_ci(root: Path, config: Config, collected: Sequence[str]) -> CIReport:
     testing = [p for p in plans if p.commands]
     run_by: Counter[int] = Counter()
     not_run: list[NotRun] = []
-    undecided: list[tuple[str, str]] = []
+    undecided: list[UndecidedTest] = []
     for raw in collected:
         if not jobs and not problems:
-            undecided.append((raw, f"no GitHub Actions workflows in {WORKFLOWS}"))
+            undecided.append(UndecidedTest(raw, Reason("no-workflows")))
             continue
         test = NodeId.parse(raw)
-        decisions: list[Decision] = []
+        reasons: list[Reason] = []
         for index, p in enumerate(testing):
-            decision = p.decide(test, root)
-            if decision.verdict == RUN:
+            reason = p.decide(test, root)
+            if reason is None:
                 run_by[index] += 1
-            decisions.append(decision)
-        if any(d.verdict == RUN for d in decisions):
-            continue
-        maybe = [d.why for d in decisions if d.verdict != DROPPED]
-        if maybe:
-            undecided.append((raw, maybe[0]))
-        else:
-            dropped = [d for d in decisions if not d.scope]
-            filters = list(dict.fromkeys(d.why for d in dropped))
-            if filters:
-                not_run.append(NotRun(raw, "; ".join(filters), filters[0], dropped[0].subject))
             else:
-                why = "no CI test command covers it" if decisions else "no CI job runs pytest or unittest"
-                not_run.append(NotRun(raw, why, None))
+                reasons.append(reason)
+        if len(reasons) < len(testing):
+            continue
+        maybe = [r for r in reasons if not r.drops]
+        if maybe:
+            undecided.append(UndecidedTest(raw, maybe[0]))
+            continue
+        filters = tuple(dict.fromkeys(r for r in reasons if r.kind != "outside"))
+        not_run.append(NotRun(raw, filters or (Reason("no-command" if reasons else "no-test-job"),)))
     findings = [
         Finding("ci-workflow-invalid", "error", p.source, p.message, location=Location(p.source, p.line))
         for p in problems
@@ -146,8 +167,8 @@ def outcome(r: CIReport) -> CIOutcome:
         evidence.append(f"job `{j.job}` of {j.source} on [{j.runs_on}]{state}{count}")
         evidence += [f"  `{c}`" for c in j.commands]
     evidence.append(f"{len(running)} job(s) run {r.run} of {r.collected} test ids")
-    for why, n in Counter(why for _, why in r.undecided).most_common():
-        evidence.append(f"{n} test id(s) undecided: {why}")
+    for reason, n in Counter(u.reason for u in r.undecided).most_common():
+        evidence.append(f"{n} test id(s) undecided: {sentence(reason)}")
     errors = [f for f in r.findings if f.severity == "error"]
     if errors:
         parts = []
@@ -166,7 +187,7 @@ def outcome(r: CIReport) -> CIOutcome:
         why = "no test inventory to compare with (run `promote test` first)"
         return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps)
     if r.undecided:
-        why = f"{len(r.undecided)} of {r.collected} test ids cannot be decided: {r.undecided[0][1]}"
+        why = f"{len(r.undecided)} of {r.collected} test ids cannot be decided: {r.undecided[0].why}"
         return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps)
     return CIOutcome(NAME, PASS, f"CI runs all {r.collected} test ids", tuple(evidence), r.findings, steps)
 
@@ -174,22 +195,22 @@ def outcome(r: CIReport) -> CIOutcome:
 def _grouped(not_run: list[NotRun], plans: list[JobPlan], per_module: Counter[str]) -> list[Finding]:
     """One finding per job that cannot run and per filter, each listing the modules and tests it leaves out.
 
-    A test is grouped under its first reason (`cause`: a filter, or a job that never runs here). The
-    tests only an unreachable job would run are told in that job's `ci-unreachable-runner` finding,
-    not once more as `ci-filtered`.
+    A test is grouped under its first reason (a filter, or a job that never runs here), as a typed key:
+    two jobs whose reasons read alike stay two findings. The tests only an unreachable job would run are
+    told in that job's `ci-unreachable-runner` finding, not once more as `ci-filtered`.
     """
-    groups: dict[str, list[NotRun]] = {}
+    groups: dict[Reason, list[NotRun]] = {}
     for n in not_run:
-        groups.setdefault(n.cause or n.why, []).append(n)
+        groups.setdefault(n.reasons[0], []).append(n)
     found = []
     for p in plans:
         if p.unreachable:
-            tests = groups.pop(f"{p.label} {p.why}", [])
+            tests = groups.pop(p.reach, [])
             left_out = f": {_counted(tests, per_module)} no other job runs" if tests else ""
-            message = f"{p.label} {p.why}; none of its tests run in CI{left_out}"
+            message = f"{sentence(p.reach)}; none of its tests run in CI{left_out}"
             found.append(Finding("ci-unreachable-runner", "error", p.subject, message))
     for tests in groups.values():
-        whys = dict.fromkeys(w for n in tests for w in n.why.split("; "))
+        whys = dict.fromkeys(sentence(r) for n in tests for r in n.reasons)
         message = f"no CI job runs {_counted(tests, per_module)}: {'; '.join(whys)}"
         found.append(Finding("ci-filtered", "error", tests[0].subject, message, tests[0].cause))
     return found

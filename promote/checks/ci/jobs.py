@@ -10,8 +10,9 @@ from pathlib import Path
 from promote.checks.ci.commands import NoxCall, Opaque, classify
 from promote.checks.ci.nox import Noxfile
 from promote.checks.ci.pytest_run import PytestRun
+from promote.checks.ci.reasons import Reason, job_subject
 from promote.checks.ci.shell import invocations
-from promote.checks.ci.terms import RUN, RUNS, Decision, NodeId, label
+from promote.checks.ci.terms import RUN, Decision, NodeId, label
 from promote.checks.ci.unittest_run import UnittestRun
 from promote.checks.ci.workflows import Job
 from promote.config import CIConfig
@@ -32,10 +33,10 @@ class Command:
 
     def decide(self, test: NodeId, root: Path) -> Decision:
         if self.run is None:
-            return Decision("undecided", f"`{self.text}`: {self.why}")
+            return Decision(UNDECIDED, f"`{self.text}`: {self.why}")
         decision = self.run.decide(test, root)
         if decision.verdict == RUN and self.why:
-            return Decision("undecided", self.why)
+            return Decision(UNDECIDED, self.why)
         return decision
 
 
@@ -53,32 +54,33 @@ class JobPlan:
     def label(self) -> str:
         return label(self.job.source, self.job.name)
 
-    def decide(self, test: NodeId, root: Path) -> Decision:
-        """Whether this job runs `test` on this repository's CI, naming the job in every reason."""
+    def decide(self, test: NodeId, root: Path) -> Reason | None:
+        """None when this job runs `test` on this repository's CI; else why it does not, or may not."""
         decisions = [c.decide(test, root) for c in self.commands]
-        job = self.subject
         if any(d.verdict == RUN for d in decisions):
             trigger = self.job.trigger
             if self.state != NEVER and trigger.filtered() and not trigger.fires_for(test.module):
-                events = ", ".join(e.describe() for e in trigger.events)
-                why = f"{self.label} does not start for a change to {test.module} (on: {events})"
-                return Decision("dropped", why, subject=job)
-            if self.state == RUNS_HERE:
-                return RUNS
-            return Decision("dropped" if self.state == NEVER else "undecided", f"{self.label} {self.why}", subject=job)
-        undecided = [d.why for d in decisions if d.verdict == "undecided"]
+                return Reason("not-started", self.job, (test.module,))
+            return None if self.state == RUNS_HERE else self.reach
+        undecided = tuple(dict.fromkeys(d.why for d in decisions if d.verdict == UNDECIDED))
         if undecided and self.state != NEVER:
-            return Decision("undecided", f"{'; '.join(dict.fromkeys(undecided))} in {self.label}", subject=job)
+            return Reason("commands-undecided", self.job, undecided)
         if undecided:  # the job never runs here, whatever its commands would select
-            return Decision("dropped", f"{self.label} {self.why}", subject=job)
-        filters = [d.why for d in decisions if not d.scope]
-        shown = " and ".join(dict.fromkeys(filters or [d.why for d in decisions]))
-        return Decision("dropped", f"{shown} in {self.label}", scope=not filters, subject=f"{job}: {shown}")
+            return self.reach
+        filters = tuple(dict.fromkeys(d.why for d in decisions if not d.scope))
+        if filters:
+            return Reason("filtered", self.job, filters)
+        return Reason("outside", self.job, tuple(dict.fromkeys(d.why for d in decisions)))
+
+    @property
+    def reach(self) -> Reason:
+        """Why the job itself does not (or may not) run here; its unreachable finding is found by this key."""
+        return Reason("job-never" if self.state == NEVER else "job-undecided", self.job, (self.why,))
 
     @property
     def subject(self) -> str:
         """The job as a finding names it: `source: job name`."""
-        return f"{self.job.source}: job {self.job.name}"
+        return job_subject(self.job)
 
 
 def available(label_: str, ci: CIConfig) -> bool:

@@ -1,4 +1,4 @@
-"""Shared vocabulary of the CI audit: shell words, test ids, repo-relative paths, per-test decisions."""
+"""Shared vocabulary of the CI audit: shell words, test ids, repo-relative paths, per-command decisions."""
 
 from __future__ import annotations
 
@@ -37,16 +37,15 @@ def show(argv: tuple[Word, ...]) -> str:
 
 @dataclass(frozen=True)
 class Decision:
-    """Whether one command (or job) runs one test, and why not when it does not.
+    """Whether one command runs one test, and in the command's own words why not (a filter as written).
 
-    `scope` marks a drop that is no filter: the test is simply outside what the command covers.
-    `subject` is set by the job that decides; a command's own decisions leave it empty.
+    `scope` marks a drop that is no filter: the test is simply outside what the command covers. The job
+    that holds the command turns its commands' decisions into a `Reason` (checks/ci/reasons.py).
     """
 
     verdict: Fate
     why: str = ""
     scope: bool = False
-    subject: str = ""  # what a finding about the drop names: the job, and the filter when one dropped it
 
 
 RUNS = Decision(RUN)
