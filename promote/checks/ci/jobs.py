@@ -65,15 +65,24 @@ class JobPlan:
                 return Decision("dropped", why, subject=job, source=source)
             if self.state == RUNS_HERE:
                 return RUNS
-            return Decision("dropped" if self.state == NEVER else "undecided", f"{self.label} {self.why}", subject=job, source=source)
+            return Decision(
+                "dropped" if self.state == NEVER else "undecided",
+                f"{self.label} {self.why}",
+                subject=job,
+                source=source,
+            )
         undecided = [d.why for d in decisions if d.verdict == "undecided"]
         if undecided and self.state != NEVER:
-            return Decision("undecided", f"{'; '.join(dict.fromkeys(undecided))} in {self.label}", subject=job, source=source)
+            return Decision(
+                "undecided", f"{'; '.join(dict.fromkeys(undecided))} in {self.label}", subject=job, source=source
+            )
         if undecided:  # the job never runs here, whatever its commands would select
             return Decision("dropped", f"{self.label} {self.why}", subject=job, source=source)
         filters = [d.why for d in decisions if not d.scope]
         shown = " and ".join(dict.fromkeys(filters or [d.why for d in decisions]))
-        return Decision("dropped", f"{shown} in {self.label}", scope=not filters, subject=f"{job}: {shown}", source=source)
+        return Decision(
+            "dropped", f"{shown} in {self.label}", scope=not filters, subject=f"{job}: {shown}", source=source
+        )
 
     @property
     def subject(self) -> str:
