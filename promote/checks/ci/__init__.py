@@ -30,7 +30,6 @@ class NotRun:
     why: str
     cause: str | None
     subject: str = WORKFLOWS  # what its finding names: the job (and filter) of `cause`, the workflows without one
-    source: str | None = None  # the workflow file of that job
 
 
 @dataclass(frozen=True)
@@ -110,7 +109,7 @@ def survey_ci(root: Path, config: Config, collected: Sequence[str]) -> CIReport:
             dropped = [d for d in decisions if not d.scope]
             filters = list(dict.fromkeys(d.why for d in dropped))
             if filters:
-                not_run.append(NotRun(raw, "; ".join(filters), filters[0], dropped[0].subject, dropped[0].source))
+                not_run.append(NotRun(raw, "; ".join(filters), filters[0], dropped[0].subject))
             else:
                 why = "no CI test command covers it" if decisions else "no CI job runs pytest or unittest"
                 not_run.append(NotRun(raw, why, None))
@@ -188,12 +187,11 @@ def _grouped(not_run: list[NotRun], plans: list[JobPlan], per_module: Counter[st
             tests = groups.pop(f"{p.label} {p.why}", [])
             left_out = f": {_counted(tests, per_module)} no other job runs" if tests else ""
             message = f"{p.label} {p.why}; none of its tests run in CI{left_out}"
-            found.append(Finding("ci-unreachable-runner", "error", p.subject, message, location=Location(p.job.source)))
+            found.append(Finding("ci-unreachable-runner", "error", p.subject, message))
     for tests in groups.values():
         whys = dict.fromkeys(w for n in tests for w in n.why.split("; "))
         message = f"no CI job runs {_counted(tests, per_module)}: {'; '.join(whys)}"
-        where = Location(tests[0].source) if tests[0].source else None
-        found.append(Finding("ci-filtered", "error", tests[0].subject, message, tests[0].cause, location=where))
+        found.append(Finding("ci-filtered", "error", tests[0].subject, message, tests[0].cause))
     return found
 
 

@@ -56,33 +56,24 @@ class JobPlan:
     def decide(self, test: NodeId, root: Path) -> Decision:
         """Whether this job runs `test` on this repository's CI, naming the job in every reason."""
         decisions = [c.decide(test, root) for c in self.commands]
-        job, source = self.subject, self.job.source
+        job = self.subject
         if any(d.verdict == RUN for d in decisions):
             trigger = self.job.trigger
             if self.state != NEVER and trigger.filtered() and not trigger.fires_for(test.module):
                 events = ", ".join(e.describe() for e in trigger.events)
                 why = f"{self.label} does not start for a change to {test.module} (on: {events})"
-                return Decision("dropped", why, subject=job, source=source)
+                return Decision("dropped", why, subject=job)
             if self.state == RUNS_HERE:
                 return RUNS
-            return Decision(
-                "dropped" if self.state == NEVER else "undecided",
-                f"{self.label} {self.why}",
-                subject=job,
-                source=source,
-            )
+            return Decision("dropped" if self.state == NEVER else "undecided", f"{self.label} {self.why}", subject=job)
         undecided = [d.why for d in decisions if d.verdict == "undecided"]
         if undecided and self.state != NEVER:
-            return Decision(
-                "undecided", f"{'; '.join(dict.fromkeys(undecided))} in {self.label}", subject=job, source=source
-            )
+            return Decision("undecided", f"{'; '.join(dict.fromkeys(undecided))} in {self.label}", subject=job)
         if undecided:  # the job never runs here, whatever its commands would select
-            return Decision("dropped", f"{self.label} {self.why}", subject=job, source=source)
+            return Decision("dropped", f"{self.label} {self.why}", subject=job)
         filters = [d.why for d in decisions if not d.scope]
         shown = " and ".join(dict.fromkeys(filters or [d.why for d in decisions]))
-        return Decision(
-            "dropped", f"{shown} in {self.label}", scope=not filters, subject=f"{job}: {shown}", source=source
-        )
+        return Decision("dropped", f"{shown} in {self.label}", scope=not filters, subject=f"{job}: {shown}")
 
     @property
     def subject(self) -> str:

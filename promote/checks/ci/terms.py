@@ -47,7 +47,6 @@ class Decision:
     why: str = ""
     scope: bool = False
     subject: str = ""  # what a finding about the drop names: the job, and the filter when one dropped it
-    source: str | None = None  # the workflow file of that job (relative to the repository root)
 
 
 RUNS = Decision(RUN)
