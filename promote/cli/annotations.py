@@ -30,9 +30,9 @@ def workflow_commands(data: dict[str, Any] | None) -> list[str]:
         props = []
         where = location(f)
         if where is not None:
-            props.append(f"file={_property(where[0])}")
-            if where[1]:
-                props.append(f"line={where[1]}")
+            props.append(f"file={_property(where.path)}")
+            if where.line:
+                props.append(f"line={where.line}")
         props.append("title=" + _property(f"promote {f.get('check')}"))
         cause = f" (caused by {f['cause']})" if f.get("cause") else ""
         message = _data(f"{f.get('subject')}: {f.get('message')}{cause}")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
 from typing import Any, cast
 
 from promote.core.vocab import (
@@ -29,6 +30,31 @@ class Location:
             return None
         line = d.get("line")
         return cls(str(d["path"]), None if line is None else int(line))
+
+
+@dataclass(frozen=True)
+class Rootdir:
+    """A package's pytest rootdir as a path relative to the repository root (`.` at the root).
+
+    Node ids, and the places the plugin sees, are relative to the rootdir; a finding's location is
+    relative to the repository root, so both are joined here.
+    """
+
+    path: PurePosixPath
+
+    def locate(self, nodeid: str, line: int | None = None) -> Location | None:
+        """The file a node id is in (`a/test_b.py::C::test_d` -> `<rootdir>/a/test_b.py`); None for none."""
+        file = nodeid.split("::", 1)[0]
+        # pytest's own pseudo-nodes (`<collection>`, the rootdir itself) name no file.
+        if not file or file.startswith("<"):
+            return None
+        return Location((self.path / file).as_posix(), line)
+
+    def rebase(self, finding: Finding) -> Finding:
+        """`finding` with its location, relative to the rootdir, made relative to the repository root."""
+        if finding.location is None:
+            return finding
+        return replace(finding, location=replace(finding.location, path=(self.path / finding.location.path).as_posix()))
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,12 @@ def group(result: PackageResult, *, remote: bool = False) -> PackageResult:
         unknown = "not looked for: the package ran on another station"
     elif any(f.check == "rerun-undecided" for f in result.findings):
         unknown = "undecided: some reruns could not answer (see rerun-undecided)"
-    grouped = [_finding(leaks, victims, unknown) for leaks in groups.values()]
+    # The plugin placed each test's own finding (file and line); a group is where its first test is.
+    places = {f.subject: f.location for f in result.findings if f.check == "leaked-state" and f.subject in recorded}
+    grouped = []
+    for leaks in groups.values():
+        first = leaks[0].test
+        grouped.append(replace(_finding(leaks, victims, unknown), location=places.get(first) or result.locate(first)))
     return replace(result, findings=tuple(kept + grouped))
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from promote.config import RequirementsConfig
-from promote.core.findings import Finding
+from promote.core.findings import Finding, Rootdir
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
 from promote.core.station import Station
 from promote.core.vocab import is_red
@@ -26,7 +26,7 @@ from promote.runners.plugin.requirement_rules import (
     raised,
 )
 from promote.runners.stations import Inventory
-from promote.runners.summary import Blocked, PackageResult
+from promote.runners.summary import Blocked, PackageResult, locate
 
 IMPOSSIBLE = "impossible-requirement"
 STATION_BOUND = "station-bound"
@@ -144,7 +144,7 @@ def classify(result: PackageResult, inventory: Inventory, rules: Sequence[Rule])
         subtests={k: n for k, n in subtests.items() if n},
         blocked_tests=tuple(found),
         blockers=(*found.values(), *subs.values()),
-        findings=kept + findings((*own, *subs.values()), inventory.local.name),
+        findings=kept + findings((*own, *subs.values()), inventory.local.name, result.rootdir),
     )
 
 
@@ -159,8 +159,8 @@ def holder(b: Blocked) -> str:
 Group = tuple[str, tuple[str, ...], tuple[str, ...]]  # (check, requirements, stations)
 
 
-def findings(tests: Sequence[Blocked], here: str) -> tuple[Finding, ...]:
-    """One finding per requirement (and verdict): the holders it blocks, with how many tests each.
+def findings(tests: Sequence[Blocked], here: str, rootdir: Rootdir | None = None) -> tuple[Finding, ...]:
+    """One finding per requirement (and verdict): the holders it blocks, with how many tests each, at the main one.
 
     Requirements that only one test's subtests (and its own body) reach are that test's one finding,
     naming each with the subtest that needs it: one test, one change to make.
@@ -180,7 +180,10 @@ def findings(tests: Sequence[Blocked], here: str) -> tuple[Finding, ...]:
     for (check, stations, test), group in inside.items():
         needed = tuple(dict.fromkeys(r for b in group for r in b.requirements))
         out.append(((check, needed, stations), test, None, _within(test, group)))
-    return tuple(_finding(key, subject, cause, affected, here) for key, subject, cause, affected in out)
+    return tuple(
+        replace(_finding(key, subject, cause, affected, here), location=locate(rootdir, subject))
+        for key, subject, cause, affected in out
+    )
 
 
 def _finding(key: Group, subject: str, cause: str | None, affected: str, here: str) -> Finding:

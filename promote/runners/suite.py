@@ -20,7 +20,7 @@ from pathlib import Path
 from promote.config import Config, PackageConfig, StationConfig
 from promote.core import state
 from promote.core.errors import ConfigError, UsageError
-from promote.core.findings import Finding
+from promote.core.findings import Finding, Rootdir
 from promote.core.redact import current as current_redactor
 from promote.core.state import new_run_id
 from promote.core.station import Station
@@ -33,7 +33,7 @@ from promote.runners.package import ProgressCallback
 from promote.runners.plugin.records import write_atomic
 from promote.runners.remote import station_run as remote
 from promote.runners.stations import Inventory, inventory
-from promote.runners.summary import PackageResult, summarize
+from promote.runners.summary import PackageResult, rootdir_of, summarize
 
 STATION_FILE = "station.json"
 
@@ -223,6 +223,7 @@ def follow_all(
                 remote_station=plan.station_of(i),
                 started=launched.get(i),
                 live=live,
+                rootdir=rootdir_of(plan.config.root, plan.packages[i].path),
             )
             for i in order
         }
@@ -245,11 +246,15 @@ def run_one(
     remote_station: StationConfig | None = None,
     started: runner.PackageRun | None = None,
     live: _Live | None = None,
+    rootdir: Rootdir | None = None,
 ) -> PackageResult:
-    """Run one package (or follow it to its end, when `started`) and summarize what it did."""
+    """Run one package (or follow it to its end, when `started`) and summarize what it did.
+
+    `rootdir`: where the package is in the repository, which its findings' locations are relative to.
+    """
     if remote_station is not None:
         # Same pytest command and plugin, run there over ssh; results come back into run_dir as a local run's.
-        return remote.run_remote(pkg, remote_station, run_dir, on_progress)
+        return remote.run_remote(pkg, remote_station, run_dir, on_progress, rootdir=rootdir)
     run = started
     if run is None:
         run = start(pkg, run_dir)
@@ -257,7 +262,9 @@ def run_one(
             live.add(run)
     parts = run.finish(on_progress)
     name = f"{station.name} ({station.platform})"
-    return summarize(pkg.name, pkg.path, run.out_dir, station=name, parts=parts, timeout_s=pkg.timeout_s)
+    return summarize(
+        pkg.name, pkg.path, run.out_dir, station=name, parts=parts, timeout_s=pkg.timeout_s, rootdir=rootdir
+    )
 
 
 def start(pkg: PackageConfig, run_dir: Path) -> runner.PackageRun:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from promote.core.findings import Finding
+from promote.core.findings import Finding, Location, Rootdir
+from promote.core.git import run_git
 from promote.core.process import telling_line
 from promote.core.vocab import COUNT_KEYS, is_red
+from promote.runners.collection import collection_errors_of, uncollected
 from promote.runners.package import ProcessOutcome, Watch
 from promote.runners.plugin import progress as progress_mod
 from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, read_all_results
@@ -74,6 +75,11 @@ class PackageResult:
     hidden: tuple[str, ...] = ()
     parts: tuple[str, ...] = ()  # the pytest processes that ran: "all", or "parallel" then "serial" when it had any
     workers: int = 1  # the pytest-xdist workers its first part ran on (1: serially, in one process)
+    rootdir: Rootdir | None = None  # where its node ids are rooted in the repository (None: outside one)
+
+    def locate(self, nodeid: str, line: int | None = None) -> Location | None:
+        """Where the file of one of its node ids is, relative to the repository root."""
+        return locate(self.rootdir, nodeid, line)
 
     @property
     def passed(self) -> int:
@@ -180,7 +186,7 @@ def recovered(out_dir: Path, workers_with_results: set[str]) -> tuple[list[TestR
     return tests, findings
 
 
-def crash_finding(nodeid: str, worker: str) -> Finding:
+def crash_finding(nodeid: str, worker: str, location: Location | None = None) -> Finding:
     return Finding(
         "worker-crash",
         "error",
@@ -188,16 +194,18 @@ def crash_finding(nodeid: str, worker: str) -> Finding:
         f"worker {worker} died while running {nodeid} (segfault, os._exit or a kill); "
         "the rest of the package ran in a replacement worker",
         cause=nodeid,
+        location=location,
     )
 
 
-def timeout_finding(nodeid: str, limit: float | None) -> Finding:
+def timeout_finding(nodeid: str, limit: float | None, location: Location | None = None) -> Finding:
     return Finding(
         "timeout",
         "error",
         nodeid,
         f"{nodeid} ran past timeout_s = {limit:g} s; its worker was killed and the test counted as failed",
         cause=nodeid,
+        location=location,
     )
 
 
@@ -263,9 +271,16 @@ def previous_total(out_dir: Path, look_back: int = 50) -> tuple[str, int] | None
 
 
 def summarize(
-    name: str, path: Path, out_dir: Path, *, station: str, parts: list[ProcessOutcome], timeout_s: float | None = None
+    name: str,
+    path: Path,
+    out_dir: Path,
+    *,
+    station: str,
+    parts: list[ProcessOutcome],
+    timeout_s: float | None = None,
+    rootdir: Rootdir | None = None,
 ) -> PackageResult:
-    """Read every worker's records for one package and count what ran."""
+    """Read every worker's records for one package and count what ran; `rootdir`: where it is in the repository."""
     tests: list[TestRecord] = []
     findings: list[Finding] = []
     lost: list[tuple[str, str]] = []
@@ -282,14 +297,14 @@ def summarize(
         died = done.crashed if done.crashed is not None else crashed_tests(done.out_dir)
         lost += [(n, f"{done.part}/{w}") for n, w in died if n not in finished]
         tests += part_tests
-        findings += [f for w in workers for f in w.findings] + saved_findings
+        findings += [rebased(f, rootdir) for f in [*(f for w in workers for f in w.findings), *saved_findings]]
         bad = any(is_red(t.outcome) for t in part_tests)
         failing.append(bad or bool(died) or bool(done.timed_out))
-    tests, collection_errors = _collection_errors(tests)
-    findings += [_uncollected(t) for t in collection_errors]
+    tests, collection_errors = collection_errors_of(tests)
+    findings += [uncollected(t, locate(rootdir, t.nodeid, t.line)) for t in collection_errors]
     crashed = [(n, w) for n, w in lost if n not in timed_out]
-    findings += [crash_finding(n, w) for n, w in crashed]
-    findings += [timeout_finding(n, timeout_s) for n in sorted(timed_out)]
+    findings += [crash_finding(n, w, locate(rootdir, n)) for n, w in crashed]
+    findings += [timeout_finding(n, timeout_s, locate(rootdir, n)) for n in sorted(timed_out)]
     ran = bool(tests or lost)
     findings += [
         f for done, bad in zip(parts, failing, strict=True) if (f := process_finding(name, done, ran, bad)) is not None
@@ -320,42 +335,31 @@ def summarize(
         leaks=tuple(leak for w in every for leak in w.leaked),
         parts=tuple(done.part for done in parts),
         workers=parts[0].workers,
+        rootdir=rootdir,
     )
 
 
-def _uncollected(t: TestRecord) -> Finding:
-    return Finding(
-        "package-error", "error", t.nodeid, f"pytest could not collect {t.nodeid}: {_cause(t.longrepr)}{_said(t)}"
-    )
+def rootdir_of(root: Path, package: Path) -> Rootdir | None:
+    """Where `package` (its pytest rootdir) is in the git repository holding `root`; None outside one."""
+    top = run_git(root, "rev-parse", "--show-toplevel")
+    if not top.ok:
+        return None
+    repo, here = Path(top.stdout.strip()).resolve(), package.resolve()
+    if not here.is_relative_to(repo):
+        return None  # a package outside the repository has no place in it to name
+    return Rootdir(PurePosixPath(here.relative_to(repo).as_posix()))
 
 
-def _collection_errors(tests: list[TestRecord]) -> tuple[list[TestRecord], list[TestRecord]]:
-    """(the records with each collection error once, those errors): every xdist worker reports its own copy."""
-    kept: list[TestRecord] = []
-    errors: dict[str, TestRecord] = {}
-    for t in tests:
-        if t.index == 0 and t.outcome == "error":
-            if t.nodeid in errors:
-                continue
-            errors[t.nodeid] = t
-        kept.append(t)
-    return kept, list(errors.values())
+def locate(rootdir: Rootdir | None, nodeid: str, line: int | None = None) -> Location | None:
+    """Where the file of a node id under `rootdir` is, relative to the repository root (None outside one)."""
+    return None if rootdir is None else rootdir.locate(nodeid, line)
 
 
-_FRAME = re.compile(r"^(?P<where>[^\s<][^:]*\.py:\d+): in ", re.MULTILINE)
-
-
-def _cause(text: str | None) -> str:
-    """A collection error's exception line, and the package's own line that raised it."""
-    last = re.sub(r"^E\s+", "", telling_line(text or "")) or "no details"
-    # Frames of pytest, importlib and installed packages are not the package's: the last of the others raised.
-    frames = [m["where"] for m in _FRAME.finditer(text or "") if "-packages/" not in m["where"]]
-    return f"{last} ({frames[-1]})" if frames else last
-
-
-def _said(t: TestRecord) -> str:
-    """What a module printed last before it failed, which often says what to install (redacted when written)."""
-    return f"; it printed: {' | '.join(t.output.splitlines())}" if t.output else ""
+def rebased(finding: Finding, rootdir: Rootdir | None) -> Finding:
+    """A plugin's finding, whose location is relative to the rootdir, with it relative to the repository root."""
+    if rootdir is None:
+        return replace(finding, location=None)  # no repository to place it in
+    return rootdir.rebase(finding)
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:

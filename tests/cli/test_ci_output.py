@@ -136,6 +136,11 @@ def test_audit_annotation_names_the_workflow_file_and_line(fleet: Fleet, monkeyp
     # the leak is an error because a later test failed of it.
     assert any(line.startswith("::error ") and "leaked-state" in line for line in lines)
     assert any(line.startswith("::error ") and "order-dependent" in line and "test_b" in line for line in lines)
+    # Package p lives in packages/p: its test ids are relative to it, the annotation's file to the repository.
+    dependent = [line for line in lines if "title=promote order-dependent" in line]
+    assert [line.split("::")[1] for line in dependent] == [
+        "error file=packages/p/test_p.py,title=promote order-dependent"
+    ]
 
 
 def test_junitxml_writes_every_package_of_the_run(fleet: Fleet, tmp_path: Path) -> None:

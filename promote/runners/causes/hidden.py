@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from promote.config import PackageConfig
-from promote.core.findings import Finding
+from promote.core.findings import Finding, Location
 from promote.core.policies import RESTORE
 from promote.runners.causes import bisect
 from promote.runners.causes.investigate import Budget, StepCallback, Steps, investigate_one, orders, verdict_finding
@@ -97,7 +97,8 @@ def measure(
             prefix = list(p.tests[: p.tests.index(victim)])
             v = cause(rerunner, victim, prefix, p.leakers, budget, on_step)
             verdicts.append(v)
-            found.append(hidden_finding(v, result) or verdict_finding(v, ()) or flaky(v))
+            where = result.locate(v.test)
+            found.append(hidden_finding(v, result) or verdict_finding(v, (), where) or flaky(v, where))
     hidden = tuple(v.test for v in verdicts if v.kind == bisect.ORDER_DEPENDENT)
     return replace(
         result,
@@ -138,12 +139,11 @@ def hidden_finding(v: bisect.Verdict, result: PackageResult) -> Finding | None:
         f"passes only because promote restored state: fails after {named} ran earlier in the same process "
         f"when nothing is restored, as plain pytest runs it; passes alone (found in {v.reruns} reruns)"
     )
-    return Finding("order-dependent", "error", v.test, message + (f"; {what}" if what else ""), cause=named)
+    message += f"; {what}" if what else ""
+    return Finding("order-dependent", "error", v.test, message, cause=named, location=result.locate(v.test))
 
 
-def flaky(v: bisect.Verdict) -> Finding:
+def flaky(v: bisect.Verdict, location: Location | None = None) -> Finding:
     """A failure of the pass that did not come back (or came back alone): not something restores hid."""
-    detail = v.detail or v.kind
-    return Finding(
-        "flaky", "warning", v.test, f"failed in the pass without restores only: {detail} ({v.reruns} reruns)"
-    )
+    message = f"failed in the pass without restores only: {v.detail or v.kind} ({v.reruns} reruns)"
+    return Finding("flaky", "warning", v.test, message, location=location)

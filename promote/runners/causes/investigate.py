@@ -11,12 +11,12 @@ from pathlib import Path
 
 from promote.config import Config, PackageConfig
 from promote.core import state
-from promote.core.findings import Finding
+from promote.core.findings import Finding, Location
 from promote.core.vocab import is_red
 from promote.runners.causes import bisect
 from promote.runners.causes.rerun import RerunError, Rerunner, RerunTimeout
 from promote.runners.plugin import progress
-from promote.runners.summary import PackageResult
+from promote.runners.summary import PackageResult, locate, rootdir_of
 
 
 @dataclass
@@ -78,18 +78,20 @@ def failed_tests(result: PackageResult) -> list[str]:
     return ids
 
 
-def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding]) -> Finding | None:
+def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding], location: Location | None = None) -> Finding | None:
+    """The finding of one failed test's verdict, at `location` (the test's file); none for a genuine failure."""
     if v.kind == bisect.ORDER_DEPENDENT:
         named = ", ".join(v.polluters)
         message = f"fails only after {named} ran earlier in the same process; passes alone (found in {v.reruns} reruns)"
         leaked = [f"{f.subject} leaked: {f.message}" for f in leaks if f.subject in v.polluters]
         if leaked:
             message += "; " + "; ".join(leaked)
-        return Finding("order-dependent", "error", v.test, message, cause=named)
+        return Finding("order-dependent", "error", v.test, message, cause=named, location=location)
     if v.kind == bisect.FLAKY:
-        return Finding("flaky", "warning", v.test, f"flaky: {v.detail} ({v.reruns} reruns)")
+        return Finding("flaky", "warning", v.test, f"flaky: {v.detail} ({v.reruns} reruns)", location=location)
     if v.kind == bisect.UNDECIDED:
-        return Finding("rerun-undecided", "warning", v.test, f"undecided whether order-dependent: {v.detail}")
+        message = f"undecided whether order-dependent: {v.detail}"
+        return Finding("rerun-undecided", "warning", v.test, message, location=location)
     return None
 
 
@@ -206,7 +208,7 @@ def investigate(
         )
         for victim, done in zip(victims, alone, strict=True)
     ]
-    found = [f for v in verdicts if (f := verdict_finding(v, leaks)) is not None]
+    found = [f for v in verdicts if (f := verdict_finding(v, leaks, result.locate(v.test))) is not None]
     return replace(result, findings=result.findings + tuple(found), verdicts=tuple(verdicts))
 
 
@@ -228,4 +230,5 @@ def bisect_by_hand(
             verdict = bisect.Verdict(victim, bisect.NOT_REPRODUCED, reruns=1, detail="passes after the tests before it")
             return verdict, None, rerunner.invocations
     verdict = investigate_one(rerunner, victim, prefix, Budget(config.max_reruns), observed=observed, on_step=on_step)
-    return verdict, verdict_finding(verdict, []), rerunner.invocations
+    where = locate(rootdir_of(config.root, pkg.path), victim)
+    return verdict, verdict_finding(verdict, [], where), rerunner.invocations

@@ -18,7 +18,7 @@ import pytest
 
 from promote.core.policies import LEAK_POLICIES, REPORT
 from promote.core.station import Station, read_station
-from promote.runners.plugin.items import REQUIREMENTS, SERIAL_LEFT, requirements_of
+from promote.runners.plugin.items import REQUIREMENTS, SERIAL_LEFT, note_raised_at, requirements_of
 
 RECORDER = "promote-recorder"
 STATION = pytest.StashKey[Station]()
@@ -188,6 +188,7 @@ def pytest_make_collect_report(
         if collector.config.getoption("promote_out", default=None) is None:
             raise
         longrepr = collector.repr_failure(pytest.ExceptionInfo.from_exception(e))
+        note_raised_at(collector, e)
         return pytest.CollectReport(collector.nodeid, "failed", longrepr, None)
 
 

@@ -9,10 +9,20 @@ from types import CodeType
 import pytest
 
 from promote.core.station import declared
+from promote.runners.plugin import outcomes
 
 # How many serial tests the parallel part left for the serial part (set during collection).
 SERIAL_LEFT = pytest.StashKey[int]()
 REQUIREMENTS = pytest.StashKey[tuple[str, ...]]()
+# Collector node id -> the line of its file that raised, read from the exception (its report has only text).
+RAISED_AT = pytest.StashKey[dict[str, int | None]]()
+
+
+def note_raised_at(collector: pytest.Collector, error: BaseException) -> None:
+    """Remember which line of a module failed to be collected, for the recorder's record of it."""
+    if isinstance(collector, pytest.File):
+        lines = collector.config.stash.setdefault(RAISED_AT, {})
+        lines[collector.nodeid] = outcomes.raised_at(collector.path, error)
 
 
 def requirements_of(item: pytest.Item) -> tuple[str, ...]:

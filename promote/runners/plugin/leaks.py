@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from promote.core.findings import Finding, Severity
+from promote.core.findings import Finding, Location, Severity
 from promote.runners.plugin.probes import Change, Probe, Unreadable, show
 from promote.runners.plugin.records import LeakRecord
 
@@ -130,12 +130,15 @@ class LeakWatch:
         return round(self.elapsed_ns / 1000 / self.tests, 2) if self.tests else None
 
 
-def leak_finding(leak: LeakRecord) -> Finding:
-    """One test's `leaked-state` finding: a warning, unless state that should have been put back could not be."""
+def leak_finding(leak: LeakRecord, location: Location | None = None) -> Finding:
+    """One test's `leaked-state` finding: a warning, unless state that should have been put back could not be.
+
+    `location`: the test's, relative to the rootdir (the runner makes it relative to the repository).
+    """
     keys = "; ".join(f"{key}: {before} -> {after}" for key, before, after in leak.changes)
     # Whether a later test failed because of it is for the runner to say (promote.runners.leak_groups).
     message = f"changed global state and did not put it back: {keys} ({what_was_done(leak)})"
-    return Finding("leaked-state", leak_severity(leak), leak.test, message, cause=leak.test)
+    return Finding("leaked-state", leak_severity(leak), leak.test, message, cause=leak.test, location=location)
 
 
 def leak_severity(leak: LeakRecord) -> Severity:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from promote.core.findings import Location
 from promote.core.vocab import is_red
 
 if TYPE_CHECKING:  # the runner's own process reads records without importing pytest
@@ -91,3 +93,32 @@ def skip_reason(report: pytest.TestReport) -> str | None:
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
         return str(longrepr[2])
     return str(longrepr) if longrepr is not None else None
+
+
+def place(location: tuple[str, int | None, str] | None) -> Location | None:
+    """A test's place as pytest reports it (`item.location`: file relative to the rootdir, 0-based line)."""
+    if location is None:
+        return None
+    path, line, _ = location
+    return Location(path.replace("\\", "/"), None if line is None else line + 1)
+
+
+def raised_at(path: Path, error: BaseException) -> int | None:
+    """The line of file `path` that raised `error` (or the error pytest raised it from), when it went through it."""
+    # pytest turns a module's ImportError or SyntaxError into a CollectError raised from it.
+    for e in (error, error.__cause__):
+        if isinstance(e, SyntaxError) and e.filename and _same(Path(e.filename), path):
+            return e.lineno
+        line = None
+        tb = e.__traceback__ if e is not None else None
+        while tb is not None:
+            if _same(Path(tb.tb_frame.f_code.co_filename), path):
+                line = tb.tb_lineno  # the innermost frame in the file is the line that raised
+            tb = tb.tb_next
+        if line is not None:
+            return line
+    return None
+
+
+def _same(a: Path, b: Path) -> bool:
+    return a == b or a.resolve() == b.resolve()

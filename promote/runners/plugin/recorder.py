@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from promote.core.findings import Finding
+from promote.core.findings import Finding, Location
 from promote.core.policies import OFF, RESTORE
 from promote.runners.plugin import outcomes
-from promote.runners.plugin.items import REQUIREMENTS, SERIAL_LEFT, failing_fixture
+from promote.runners.plugin.items import RAISED_AT, REQUIREMENTS, SERIAL_LEFT, failing_fixture, note_raised_at
 from promote.runners.plugin.leaks import LeakWatch, leak_finding
 from promote.runners.plugin.mlx_probes import RANDOM_PROBE, MlxProbes
 from promote.runners.plugin.probes import Probe, entry_point_probes
@@ -114,6 +114,13 @@ class Recorder:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.progress.collected(len(session.items), serial_left=session.config.stash.get(SERIAL_LEFT, None))
 
+    def pytest_exception_interact(
+        self, node: pytest.Item | pytest.Collector, call: pytest.CallInfo[Any], report: object
+    ) -> None:
+        # pytest calls this with the exception itself (its report has only text), before pytest_collectreport.
+        if isinstance(report, pytest.CollectReport) and isinstance(node, pytest.Collector) and call.excinfo is not None:
+            note_raised_at(node, call.excinfo.value)
+
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # A module that cannot even be imported ran no test: it must show up as an error, not as nothing.
         if not report.failed:
@@ -131,6 +138,7 @@ class Recorder:
             # Whole where longrepr is cut: a module needing a hub model at import names it in its frames.
             excerpt=excerpt(text),
             output=outcomes.last_lines(report.sections),
+            line=self.config.stash.get(RAISED_AT, {}).pop(report.nodeid, None),
         )
         self.records.append(record)
         self.progress.finish(record.nodeid, 0, "error", records=[record.to_json()])
@@ -154,7 +162,7 @@ class Recorder:
                 leak = self.watch.check(item.nodeid, self.before)
                 if leak is not None:
                     self.leaked.append(leak)
-                    self.findings.append(leak_finding(leak))
+                    self.findings.append(leak_finding(leak, outcomes.place(item.location)))
             self.before, self.running, self.phase = None, None, "between"
             run.requirements = item.stash.get(REQUIREMENTS, ())
             self._finish(run)
@@ -209,7 +217,7 @@ class Recorder:
         run.duration_s += report.duration
         run.outcome = outcomes.combine(run.outcome, report)
         if report.failed:
-            self._failure(report.nodeid, report.longreprtext, run.failure)
+            self._failure(report.nodeid, report.longreprtext, run.failure, outcomes.place(report.location))
         elif report.skipped:
             run.skip_reason = outcomes.skip_reason(report)
 
@@ -222,14 +230,14 @@ class Recorder:
         failure: list[str] = []
         if report.failed:
             run.failed_subtests += 1
-            self._failure(nodeid, report.longreprtext, failure)
+            self._failure(nodeid, report.longreprtext, failure, outcomes.place(report.location))
         skipped = outcomes.skip_reason(report) if outcome in ("skipped", "xfailed") else None
         run.subtests.append(self._record(run, nodeid, outcome, report.duration, failure, skipped))
 
-    def _failure(self, subject: str, text: str, into: list[str]) -> None:
+    def _failure(self, subject: str, text: str, into: list[str], location: Location | None) -> None:
         into.append(text)
         if self.streams is not None:
-            self.findings += self.streams.findings(subject, text)
+            self.findings += self.streams.findings(subject, text, location)
 
     def _record(
         self,
@@ -330,4 +338,5 @@ def _plain_pass(record: TestRecord, main_thread_id: int) -> bool:
         and record.fixture is None
         and record.excerpt is None
         and record.output is None
+        and record.line is None
     )

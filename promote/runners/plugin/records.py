@@ -51,6 +51,8 @@ class TestRecord:
     excerpt: str | None = None
     # The last lines a module printed before it failed to be collected (often what it lacks).
     output: str | None = None
+    # For a module that failed to be collected: the line of it that raised, when the error went through it.
+    line: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         # The instance's own dict (json writes its tuples as lists): asdict's deep copy costs

@@ -11,9 +11,10 @@ import functools
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from promote.core.findings import Finding
+from promote.core.findings import Finding, Location
 from promote.runners.plugin.records import StreamRecord
 
 CROSS_THREAD = re.compile(r"There is no Stream\((\w+), (\d+)\) in current thread")
@@ -77,12 +78,12 @@ class StreamTracker:
         if self.mx.new_stream is self._wrapper:
             self.mx.new_stream = self._original
 
-    def findings(self, subject: str, text: str) -> list[Finding]:
-        """A `cross-thread-stream` finding for each stream named by the error in `text`."""
+    def findings(self, subject: str, text: str, location: Location | None = None) -> list[Finding]:
+        """A `cross-thread-stream` finding for each stream named by the error in `text`, at the failing test."""
         out = []
         for device, index in dict.fromkeys(CROSS_THREAD.findall(text)):
             key = (device, int(index))
-            out.append(self._finding(subject, key))
+            out.append(replace(self._finding(subject, key), location=location))
         return out
 
     def _finding(self, subject: str, key: tuple[str, int]) -> Finding:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from promote.config import PackageConfig, StationConfig
 from promote.core import state
+from promote.core.findings import Rootdir
 from promote.core.state import STATE_DIR
 from promote.core.station import Station, read_station
 from promote.runners import package as runner
@@ -176,9 +177,17 @@ def _extract(data: bytes, out_dir: Path) -> None:
 
 
 def run_remote(
-    pkg: PackageConfig, sc: StationConfig, run_dir: Path, on_progress: ProgressCallback | None = None
+    pkg: PackageConfig,
+    sc: StationConfig,
+    run_dir: Path,
+    on_progress: ProgressCallback | None = None,
+    *,
+    rootdir: Rootdir | None = None,
 ) -> PackageResult:
-    """Run `pkg` on station `sc` over ssh; never raises for what went wrong there, it becomes a finding."""
+    """Run `pkg` on station `sc` over ssh; never raises for what went wrong there, it becomes a finding.
+
+    `rootdir`: where the package is in the repository here (its findings' locations are relative to it).
+    """
     target = Target.from_config(sc)
     out_dir = run_dir / pkg.name
     state.private_dir(out_dir)
@@ -202,7 +211,9 @@ def run_remote(
     parts = run_parts(pkg, ws, f"{ws.workdir}/{package}", remote_out, out_dir, on_progress)
     lost = fetch(ws, remote_out, out_dir, kill=any(p.status not in range(6) for p in parts))
     parts = [replace(p, timed_out=timed_out(p.out_dir)) for p in parts]
-    result = summarize(pkg.name, pkg.path, out_dir, station=target.label, parts=parts, timeout_s=pkg.timeout_s)
+    result = summarize(
+        pkg.name, pkg.path, out_dir, station=target.label, parts=parts, timeout_s=pkg.timeout_s, rootdir=rootdir
+    )
     result = with_faults(result, ws, parts, lost, dirty=dirty and sc.sync == "git")
     if on_progress is not None:
         done = sum(1 for t in result.tests if t.parent is None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from promote.core.findings import Location
 from tests.runners.support import record
 
 pytest_plugins = ["pytester"]
@@ -55,6 +56,15 @@ def test_cross_thread_stream_names_the_test_whose_fixture_made_the_stream(pytest
         "test_streams.py::test_uses_main_stream_from_a_pool",
     }
     assert {f.cause for f in found.values()} == {"test_streams.py::test_first_user"}
+    # Each at the failing test's def, relative to the rootdir (the runner makes it relative to the repository).
+    source = (pytester.path / "test_streams.py").read_text().splitlines()
+    assert {f.subject: f.location for f in found.values()} == {
+        f"test_streams.py::{name}": Location("test_streams.py", source.index(f"def {name}({arg}):") + 1)
+        for name, arg in (
+            ("test_uses_helper_stream", "made_on_a_helper"),
+            ("test_uses_main_stream_from_a_pool", "made_on_main"),
+        )
+    }
     helper = found["test_streams.py::test_uses_helper_stream"].message
     assert "Stream(cpu, 1)" in helper
     assert "fixture 'made_on_a_helper' during setup of test_streams.py::test_first_user" in helper
