@@ -208,11 +208,13 @@ def _grouped(not_run: list[NotRun], plans: list[JobPlan], per_module: Counter[st
             tests = groups.pop(p.reach, [])
             left_out = f": {_counted(tests, per_module)} no other job runs" if tests else ""
             message = f"{sentence(p.reach)}; none of its tests run in CI{left_out}"
-            found.append(Finding("ci-unreachable-runner", "error", p.subject, message))
+            found.append(Finding("ci-unreachable-runner", "error", p.subject, message, location=Location(p.job.source)))
     for tests in groups.values():
         whys = dict.fromkeys(sentence(r) for n in tests for r in n.reasons)
         message = f"no CI job runs {_counted(tests, per_module)}: {'; '.join(whys)}"
-        found.append(Finding("ci-filtered", "error", tests[0].subject, message, tests[0].cause))
+        job = tests[0].reasons[0].job
+        where = Location(job.source) if job is not None else None
+        found.append(Finding("ci-filtered", "error", tests[0].subject, message, tests[0].cause, location=where))
     return found
 
 

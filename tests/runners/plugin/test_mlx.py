@@ -177,7 +177,7 @@ def test_default_stream_random_state_and_cache_limit_are_restored(pytester: pyte
         """
     )
 
-    rec = record(pytester, subprocess=True)
+    rec = record(pytester, "--promote-leaks", "restore", subprocess=True)
 
     rec.run.assert_outcomes(passed=2)
     [leak] = rec.findings("leaked-state")
@@ -242,7 +242,7 @@ def test_drawing_random_numbers_is_restored_quietly_and_seeding_or_replacing_is_
 ) -> None:
     pytester.makepyfile(test_random=RANDOM)
 
-    rec = record(pytester, subprocess=True)
+    rec = record(pytester, "--promote-leaks", "restore", subprocess=True)
 
     rec.run.assert_outcomes(passed=7)
     found = rec.findings("leaked-state")

@@ -307,3 +307,22 @@ def test_an_ordinary_change_is_restored_and_counted_without_a_finding_and_a_leak
     assert reporting.check("t.py::test_counts", before) is None
     # `leaks = "report"` changes nothing, ordinary use included; it is counted the same way.
     assert state["counter"] == 9 and reporting.ordinary == {} and reporting.used == {"counter": 1}
+
+
+def test_without_the_flag_a_leak_is_reported_and_left_as_the_test_left_it(pytester: pytest.Pytester) -> None:
+    # promote's own default: the next test sees what plain pytest would show it.
+    pytester.makepyfile(
+        test_env="""
+        import os
+
+        def test_a_sets():
+            os.environ["PROMOTE_PROBE_DEFAULT"] = "1"
+
+        def test_b_sees_it():
+            assert os.environ.get("PROMOTE_PROBE_DEFAULT") == "1"
+        """
+    )
+    rec = record(pytester, subprocess=True)
+    rec.run.assert_outcomes(passed=2)
+    [leak] = rec.findings("leaked-state")
+    assert leak.subject == "test_env.py::test_a_sets" and "PROMOTE_PROBE_DEFAULT" in leak.message
