@@ -4,19 +4,39 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args
 
 import click
+import pytest
 
 from promote.cli import cli
-from promote.cli.terminal import EXIT_HELP
+from promote.cli.render import table
+from promote.cli.terminal import (
+    AUDIT_TONES,
+    CHECK_TONES,
+    EXIT_HELP,
+    GATE_TONES,
+    MERGE_TONES,
+    MIRROR_TONES,
+    SEVERITY_TONES,
+    STYLES,
+    Tone,
+    mark,
+    plain,
+    shown,
+)
+from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, Severity, Status
 from tests.helpers.cli import run
-from tests.helpers.gitrepos import make_fleet
+from tests.helpers.gitrepos import commit, git, make_fleet
 from tests.helpers.packages import write_config, write_package
 
 ESC = "\x1b["
+RED, BOLD_RED, GREEN, YELLOW, END = f"{ESC}31m", f"{ESC}31m{ESC}1m", f"{ESC}32m", f"{ESC}33m", f"{ESC}0m"
+SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def on_a_terminal(cwd: Path, *args: str, **env: str) -> str:
@@ -94,3 +114,95 @@ def test_the_live_line_names_the_rerun_on_a_terminal(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     shown = on_a_terminal(tmp_path, "test", NO_COLOR="1")
     assert "\r\x1b[2Kbisecting tests/test_b_route.py::test_route: rerun " in shown
+
+
+def test_every_value_of_each_vocabulary_has_a_tone_and_every_tone_a_style() -> None:
+    tables: list[tuple[dict[str, Tone], object]] = [
+        (dict(SEVERITY_TONES), Severity),
+        (dict(AUDIT_TONES), Status),
+        (dict(GATE_TONES), Status),
+        (dict(CHECK_TONES), CheckVerdict),
+        (dict(MERGE_TONES), MergeVerdict),
+        (dict(MIRROR_TONES), MirrorState),
+    ]
+    for tones, vocabulary in tables:
+        assert sorted(tones) == sorted(get_args(vocabulary)), vocabulary
+    assert sorted(STYLES) == sorted(get_args(Tone))
+
+
+def test_a_mark_pads_outside_itself_and_a_table_measures_cells_without_marks() -> None:
+    for severity, tone in SEVERITY_TONES.items():
+        assert plain(mark(severity, tone, width=7)) == f"{severity:<7}"
+    rows = [["origin", mark("up-to-date", "good"), "x"], ["mini", mark("fast-forward", "caution"), "y"]]
+    assert [plain(line) for line in table(["MIRROR", "STATUS", ""], rows)] == [
+        "MIRROR  STATUS",
+        "origin  up-to-date    x",
+        "mini    fast-forward  y",
+    ]
+
+
+# What a commit subject or a test's output may hold: promote's own words, escape sequences, and a NUL-framed
+# imitation of a mark (it cannot know this process's key).
+FORGED = "\x00" + "0" * 16 + "good\x00pass\x00" + "0" * 16 + "\x00"
+HOSTILE = f"error pass up-to-date \x1b[32mgreen\x1b[0m {FORGED}"
+HOSTILE_SHOWN = (
+    "error pass up-to-date \\x1b[32mgreen\\x1b[0m "
+    + "\\x00" + "0" * 16 + "good\\x00pass\\x00" + "0" * 16 + "\\x00"
+)  # fmt: skip
+
+
+def test_only_marked_words_are_coloured_and_untrusted_text_is_shown_escaped() -> None:
+    text = f"  {mark('error', 'alarm', width=7)} leaked-state  {HOSTILE}\nverdict: {mark('promotable', 'good')}"
+    assert shown(text, colour=True) == (
+        f"  {BOLD_RED}error{END}   leaked-state  {HOSTILE_SHOWN}\nverdict: {GREEN}promotable{END}"
+    )
+    assert shown(text, colour=False) == f"  error   leaked-state  {HOSTILE_SHOWN}\nverdict: promotable"
+
+
+def test_a_secret_across_a_marks_edge_is_redacted_and_then_nothing_is_coloured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEPLOY_TOKEN", "error   leaked")
+    text = f"  {mark('error', 'alarm', width=7)} leaked-state  x"
+    assert shown(text, colour=True) == shown(text, colour=False) == "  ***-state  x"
+
+
+def test_mirror_statuses_a_severity_and_the_verdict_are_coloured_but_a_commit_subject_is_not(tmp_path: Path) -> None:
+    fleet = make_fleet(tmp_path)
+    other = fleet.clone_of("station", "bob")
+    lost = commit(other, HOSTILE.replace("\x00", ""), {"hotfix.txt": "hotfix\n"})  # git keeps no NUL in a message
+    git(other, "push", "-q", "origin", "main")
+    commit(fleet.work, "feature")
+
+    coloured = on_a_terminal(fleet.work, "check").replace("\r\n", "\n")
+
+    assert f"station  {RED}diverged{END}      {lost[:7]}" in coloured
+    assert f"origin   {YELLOW}fast-forward{END}  " in coloured
+    assert f"\n  {BOLD_RED}error{END}   mirror-diverged  station: " in coloured
+    assert coloured.endswith(f"\nverdict: {BOLD_RED}blocked{END}\n")
+    subject = HOSTILE_SHOWN.replace("\\x00", "")
+    assert f"\n  station would lose {lost[:7]} {subject} (Ada Author <ada@example.com>)\n" in coloured
+    # Colour only adds escape sequences: without them the terminal shows what a pipe gets, byte for byte.
+    piped = subprocess.run([sys.executable, "-m", "promote", "check"], cwd=fleet.work, capture_output=True, text=True)
+    assert SGR.sub("", coloured) == piped.stdout and ESC not in piped.stdout
+
+
+# Test names made of promote's own words: the old colouring by pattern coloured a line by what it looked like.
+NAMED_LIKE_VERDICTS = {
+    "tests/test_a_pass.py": "import os\n\ndef test_error_pass():\n    os.environ['DRAIN'] = '1'\n",
+    "tests/test_b_error.py": "import os\n\ndef test_pass_error():\n    assert 'DRAIN' not in os.environ\n",
+}
+
+
+def test_the_closing_line_and_a_severity_are_coloured_but_test_names_are_not(tmp_path: Path) -> None:
+    write_package(tmp_path, "error", NAMED_LIKE_VERDICTS)
+    write_config(tmp_path, [{"name": "error", "path": "error", "leaks": "report"}])
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+
+    coloured = on_a_terminal(tmp_path, "-q", "test").replace("\r\n", "\n")
+    lines = coloured.splitlines()
+
+    assert lines[-1] == f"{RED}not green{END}"
+    severities = [ln for ln in lines if ln.startswith("  " + BOLD_RED)]
+    assert severities and all(ln.startswith(f"  {BOLD_RED}error{END}   ") for ln in severities), lines
+    # Everything else is as a pipe shows it: the package named `error`, the tests named after verdicts.
+    rest = [ln for ln in lines[:-1] if ln not in severities]
+    assert any("tests/test_b_error.py::test_pass_error" in ln for ln in rest) and not any(ESC in ln for ln in rest)
