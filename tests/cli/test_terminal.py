@@ -170,19 +170,54 @@ def test_mirror_statuses_a_severity_and_the_verdict_are_coloured_but_a_commit_su
     other = fleet.clone_of("station", "bob")
     lost = commit(other, HOSTILE.replace("\x00", ""), {"hotfix.txt": "hotfix\n"})  # git keeps no NUL in a message
     git(other, "push", "-q", "origin", "main")
-    commit(fleet.work, "feature")
+    git(fleet.mirrors["laptop"], "update-ref", "-d", "refs/heads/main")
+    deployed = git(fleet.work, "rev-parse", "HEAD")
+    git(fleet.work, "branch", "deployed")
+    commit(fleet.work, "feature", {"src/app.py": "x = 1\n"})
+    fleet.config('deployed = "deployed"\n')
+    git(fleet.work, "commit", "-qam", "serve the deployed branch")
+    candidate = git(fleet.work, "rev-parse", "HEAD")
+    first, subject = fleet.head("origin") or "", HOSTILE_SHOWN.replace("\\x00", "")
 
     coloured = on_a_terminal(fleet.work, "check").replace("\r\n", "\n")
 
     assert f"station  {RED}diverged{END}      {lost[:7]}" in coloured
     assert f"origin   {YELLOW}fast-forward{END}  " in coloured
+    assert f"laptop   {RED}missing{END}       -" in coloured
     assert f"\n  {BOLD_RED}error{END}   mirror-diverged  station: " in coloured
+    assert f"\n  {YELLOW}warning{END} undeployed-change  deployed: " in coloured
     assert coloured.endswith(f"\nverdict: {BOLD_RED}blocked{END}\n")
-    subject = HOSTILE_SHOWN.replace("\\x00", "")
     assert f"\n  station would lose {lost[:7]} {subject} (Ada Author <ada@example.com>)\n" in coloured
-    # Colour only adds escape sequences: without them the terminal shows what a pipe gets, byte for byte.
+    # Without a terminal the text is what promote printed before colour was marked (main at 2f890d4 printed
+    # this, byte for byte, for this input); on one, colour only adds escape sequences to it.
     piped = subprocess.run([sys.executable, "-m", "promote", "check"], cwd=fleet.work, capture_output=True, text=True)
-    assert SGR.sub("", coloured) == piped.stdout and ESC not in piped.stdout
+    lose = f"{lost[:7]} {subject} (Ada Author <ada@example.com>)"
+    assert piped.stdout == "\n".join(
+        [
+            f"candidate {candidate[:7]} (main) for main",
+            "",
+            "MIRROR   STATUS        HEAD     BEHIND  DISCARD",
+            f"origin   fast-forward  {first[:7]}  3       0",
+            f"mini     fast-forward  {first[:7]}  3       0",
+            f"station  diverged      {lost[:7]}  3       1",
+            "laptop   missing       -        -       -        no branch main on laptop",
+            f"  station would lose {lose}",
+            "",
+            f"deployed: deployed ({deployed[:7]}, served since 2026-01-01T00:00:00+00:00): 2 commit(s) not deployed, "
+            "2 file(s) differ, including non-test files",
+            "",
+            "findings:",
+            "  error   mirror-diverged  station: station/main has 1 commit(s) the candidate lacks; a push would "
+            f"discard: {lose}",
+            "  error   mirror-missing  laptop: laptop has no branch main",
+            "  warning undeployed-change  deployed: 2 commit(s) not deployed on deployed; they change non-test "
+            "files: promote.toml, src/app.py",
+            "",
+            "verdict: blocked",
+            "",
+        ]
+    )
+    assert SGR.sub("", coloured) == piped.stdout
 
 
 # Test names made of promote's own words: the old colouring by pattern coloured a line by what it looked like.
@@ -205,4 +240,16 @@ def test_the_closing_line_and_a_severity_are_coloured_but_test_names_are_not(tmp
     assert severities and all(ln.startswith(f"  {BOLD_RED}error{END}   ") for ln in severities), lines
     # Everything else is as a pipe shows it: the package named `error`, the tests named after verdicts.
     rest = [ln for ln in lines[:-1] if ln not in severities]
-    assert any("tests/test_b_error.py::test_pass_error" in ln for ln in rest) and not any(ESC in ln for ln in rest)
+    assert "  error: tests/test_b_error.py::test_pass_error (failed)" in rest and not any(ESC in ln for ln in rest)
+    assert re.fullmatch(r"error    1       1       0       0        0        0        \d+\.\ds  local \(.+\)", rest[3])
+    # Piped, the same text without the escape sequences (but for the run's id and times).
+    piped = subprocess.run(
+        [sys.executable, "-m", "promote", "-q", "test"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert ESC not in piped.stdout and piped.stdout.endswith("\nnot green\n")
+    assert varying(piped.stdout) == varying(SGR.sub("", coloured))
+
+
+def varying(report: str) -> str:
+    """A run's report with what differs from run to run (its id, the times) blanked."""
+    return re.sub(r"\d+\.\ds\b", "T", re.sub(r"\d{8}T\d{6}\.\d+Z-[0-9a-f]+", "ID", report))
