@@ -30,6 +30,7 @@ from promote.cli.terminal import (
     shown,
 )
 from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, Severity, Status
+from tests.helpers.ciclone import team_repository
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import commit, git, make_fleet
 from tests.helpers.packages import write_config, write_package
@@ -253,3 +254,27 @@ def test_the_closing_line_and_a_severity_are_coloured_but_test_names_are_not(tmp
 def varying(report: str) -> str:
     """A run's report with what differs from run to run (its id, the times) blanked."""
     return re.sub(r"\d+\.\ds\b", "T", re.sub(r"\d{8}T\d{6}\.\d+Z-[0-9a-f]+", "ID", report))
+
+
+@pytest.mark.slow
+def test_the_audit_headline_and_each_gates_status_are_coloured(tmp_path: Path) -> None:
+    fleet = team_repository(tmp_path)
+    # A test that fails under a name of promote's own words, and no word of what production serves.
+    red = "def test_pass():\n    assert 'PASS' == 'FAIL'\n"
+    config = (fleet.work / "promote.toml").read_text().replace('deployed = "deployed"\n', "")
+    commit(
+        fleet.work,
+        "a red test; production unknown",
+        {"packages/proxy/tests/test_proxy.py": red, "promote.toml": config},
+    )
+    for mirror in fleet.mirrors:
+        git(fleet.work, "push", "-q", mirror, "main")
+
+    lines = on_a_terminal(fleet.work, "-q", "audit").replace("\r\n", "\n").splitlines()
+
+    assert re.fullmatch(rf"audit \S+: {re.escape(RED)}fail{re.escape(END)}", lines[0]), lines[0]
+    assert f"{BOLD_RED}FAIL{END}      Everything E2E Tested" in lines
+    assert f"{GREEN}PASS{END}      in Docs" in lines and f"{GREEN}PASS{END}      Merged" in lines
+    assert f"{YELLOW}UNDECIDED{END} And Deployed" in lines
+    # The headline and the four gates; nothing else of the audit (its evidence, the pages) is coloured.
+    assert sum(ESC in ln for ln in lines) == 5 + sum(ln.startswith(f"  {ESC}") for ln in lines), lines
