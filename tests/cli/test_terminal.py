@@ -219,6 +219,9 @@ def test_mirror_statuses_a_severity_and_the_verdict_are_coloured_but_a_commit_su
         ]
     )
     assert SGR.sub("", coloured) == piped.stdout
+    # A refused merge prints the same report, then its own verdict, coloured as the check's.
+    merge = on_a_terminal(fleet.work, "merge").replace("\r\n", "\n")
+    assert merge.startswith(coloured) and f"\n{BOLD_RED}blocked{END}: nothing pushed\n" in merge
 
 
 # Test names made of promote's own words: the old colouring by pattern coloured a line by what it looked like.
