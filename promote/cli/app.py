@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from promote import __version__
-from promote.cli.terminal import GROUP_EPILOG, color_wanted, colorize, epilog
+from promote.cli.terminal import GROUP_EPILOG, color_wanted, epilog, shown
 from promote.core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, error_handler
 
 if TYPE_CHECKING:
@@ -195,18 +195,14 @@ class Context:
 
 def emit(data: dict[str, object] | None, text: str, *, as_json: bool) -> None:
     from promote.cli.ci_formats import annotate, chosen_format, machine_text
-    from promote.core.redact import clean, current
+    from promote.core.redact import current
 
     fmt = chosen_format(as_json)
-    # Secrets redacted; control characters (from commit subjects, test names, output) shown, never sent raw.
-    shown = current().data(data)
-    click.echo(machine_text(shown, fmt) if fmt != "text" else styled(clean(text)))
-    annotate(shown, fmt)
-
-
-def styled(text: str) -> str:
-    """Report text, coloured on a terminal unless NO_COLOR is set (after cleaning: colour is promote's alone)."""
-    return colorize(text) if color_wanted(sys.stdout) else text
+    # Secrets redacted; control characters (from commit subjects, test names, output) shown, never sent raw;
+    # colour only on the words the report marked, so it is promote's alone.
+    redacted = current().data(data)
+    click.echo(machine_text(redacted, fmt) if fmt != "text" else shown(text, colour=color_wanted(sys.stdout)))
+    annotate(redacted, fmt)
 
 
 @click.group(

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from promote.cli.render import findings_lines
+from promote.cli.terminal import AUDIT_TONES, GATE_TONES, mark
 from promote.evidence.audit import AuditResult
 from promote.evidence.gates import TITLES
 from promote.evidence.publish import PublishResult
 
 
 def audit_report(r: AuditResult) -> str:
-    lines = [f"audit {r.run_id}: {r.verdict}", ""]
+    lines = [f"audit {r.run_id}: {mark(r.verdict, AUDIT_TONES[r.verdict])}", ""]
     for key, title in TITLES:
         gate = r.gates[key]
-        lines.append(f"{gate.status.upper():<9} {title}")
+        lines.append(f"{mark(gate.status.upper(), GATE_TONES[gate.status], width=9)} {title}")
         lines += [f"          {line}" for line in gate.evidence]
     if r.findings:
         lines += ["", "findings:", *findings_lines(r.findings)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from promote.cli.audit_report import audit_report
+from promote.cli.terminal import plain
 from promote.demo.build import DOCS, MIRRORS, REPO
 from promote.demo.planted import ALSO, PLANTED, DemoRun, matches
 
@@ -16,7 +17,7 @@ def demo_report(run: DemoRun) -> str:
         f"  {DOCS}/      its docs repository",
         f"  mirrors/           {', '.join(MIRRORS)} (bare)",
         "",
-        audit_report(run.result),
+        plain(audit_report(run.result)),  # printed as it is made, never coloured
         "",
         "planted in the example:",
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from promote.cli.terminal import CHECK_TONES, MERGE_TONES, MIRROR_TONES, SEVERITY_TONES, mark, plain
 from promote.core.vocab import ADVANCED, MERGED, PARTIAL, WOULD_MERGE, assert_never
 from promote.release.drift import DriftUndecided
 
@@ -18,9 +19,12 @@ if TYPE_CHECKING:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Left-aligned columns separated by two spaces; the last column is not padded."""
-    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [headers, *rows]]
+    """Left-aligned columns separated by two spaces, measured without marks; the last column is not padded."""
+    widths = [max(len(plain(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+    return [
+        "  ".join(cell + " " * (w - len(plain(cell))) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in [headers, *rows]
+    ]
 
 
 def _num(n: int | None) -> str:
@@ -47,7 +51,8 @@ def findings_lines(findings: Sequence[Finding]) -> list[str]:
     lines = []
     for f in findings:
         cause = f" (cause: {f.cause})" if f.cause else ""
-        lines.append(f"  {f.severity:<7} {f.check}  {f.subject}: {f.message}{cause}")
+        severity = mark(f.severity, SEVERITY_TONES[f.severity], width=7)
+        lines.append(f"  {severity} {f.check}  {f.subject}: {f.message}{cause}")
     return lines
 
 
@@ -56,7 +61,8 @@ def check_report(r: CheckResult) -> str:
     rows = []
     for m in r.mirrors:
         note = m.reason or ""
-        rows.append([m.name, m.status, (m.head or "-")[:7], _num(m.behind), _num(m.discard), note])
+        status = mark(m.status, MIRROR_TONES[m.status])
+        rows.append([m.name, status, (m.head or "-")[:7], _num(m.behind), _num(m.discard), note])
     if rows:
         lines += table(["MIRROR", "STATUS", "HEAD", "BEHIND", "DISCARD", ""], rows)
     else:
@@ -68,7 +74,7 @@ def check_report(r: CheckResult) -> str:
         lines += ["", drift_line(r.drift)]
     if r.findings:
         lines += ["", "findings:", *findings_lines(r.findings)]
-    lines += ["", f"verdict: {r.verdict}"]
+    lines += ["", f"verdict: {mark(r.verdict, CHECK_TONES[r.verdict])}"]
     return "\n".join(lines)
 
 
@@ -99,11 +105,12 @@ def merge_report(r: MergeResult) -> str:
     for m in r.mirrors:
         moved = f"{(m.before or '-')[:7]} -> {(m.after or '-')[:7]}"
         lines.append(f"  {m.name}: {m.status} {moved}" + (f" ({m.reason})" if m.reason else ""))
+    verdict = mark(r.verdict, MERGE_TONES[r.verdict])
     if r.verdict == PARTIAL:
-        head = f"partial: {r.trunk} advanced to {cand} on some mirrors only; nothing was forced"
+        head = f"{verdict}: {r.trunk} advanced to {cand} on some mirrors only; nothing was forced"
         tail = "reconcile the refused mirror(s), then rerun `promote merge` to resume"
         return "\n".join([head, *lines, tail])
-    head = f"{r.verdict}: nothing pushed"
+    head = f"{verdict}: nothing pushed"
     return "\n".join([check_report(r.check), "", head, *lines])
 
 

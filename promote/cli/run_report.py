@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from promote.cli.render import findings_lines, table
+from promote.cli.terminal import mark
 from promote.core.vocab import is_red
 from promote.runners.requirements import blocked_summary
 from promote.runners.suite import RunResult
@@ -36,5 +37,5 @@ def run_report(r: RunResult) -> str:
         lines += ["", "failed:"] + [f"  {name}: {t.nodeid} ({t.outcome})" for name, t in failing]
     if r.findings:
         lines += ["", "findings:", *findings_lines(r.findings)]
-    lines += ["", f"results: {r.out_dir}", "all green" if r.green else "not green"]
+    lines += ["", f"results: {r.out_dir}", mark("all green", "good") if r.green else mark("not green", "bad")]
     return "\n".join(lines)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import re
-from typing import IO
+from typing import IO, Literal, cast, get_args
 
 import click
+
+from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, Severity, Status
 
 # Each command's exit codes and one example, shown under its --help (the README's table, command by command).
 EXIT_HELP = {
@@ -59,40 +60,71 @@ def color_wanted(stream: IO[str]) -> bool:
     return bool(isatty and isatty())
 
 
-# What is coloured, always at a fixed place in promote's own lines, never inside quoted text.
-_WORDS = {
-    "error": "red", "fail": "red", "FAIL": "red", "blocked": "red", "diverged": "red", "missing": "red",
-    "partial": "red", "not green": "red",
-    "warning": "yellow", "undecided": "yellow", "UNDECIDED": "yellow", "unreachable": "yellow",
-    "fast-forward": "yellow",
-    "pass": "green", "PASS": "green", "promotable": "green", "merged": "green", "would-merge": "green",
-    "up-to-date": "green", "all green": "green", "info": "cyan",
-}  # fmt: skip
+# --- Colour. A renderer marks the word it decides with (a verdict, a status, a severity) where it writes it,
+# with a tone looked up from the word's typed value; `shown` then colours what is marked and nothing else, so
+# no commit subject, test name or test output can be coloured however it is spelled.
+Tone = Literal["alarm", "bad", "caution", "good", "note"]
+STYLES: dict[Tone, tuple[str, bool | None]] = {
+    "alarm": ("red", True),
+    "bad": ("red", None),
+    "caution": ("yellow", None),
+    "good": ("green", None),
+    "note": ("cyan", None),
+}
+# One table per vocabulary; tests/cli/test_terminal.py holds each one complete over its Literal's values.
+SEVERITY_TONES: dict[Severity, Tone] = {"error": "alarm", "warning": "caution", "info": "note"}
+AUDIT_TONES: dict[Status, Tone] = {"pass": "good", "fail": "bad", "undecided": "caution"}  # the audit's headline
+GATE_TONES: dict[Status, Tone] = {"pass": "good", "fail": "alarm", "undecided": "caution"}  # a gate's row, in capitals
+CHECK_TONES: dict[CheckVerdict, Tone] = {"promotable": "good", "blocked": "alarm", "undecided": "caution"}
+MERGE_TONES: dict[MergeVerdict, Tone] = {
+    "merged": "good",
+    "would-merge": "good",
+    "blocked": "alarm",
+    "partial": "bad",
+    "undecided": "caution",
+}
+MIRROR_TONES: dict[MirrorState, Tone] = {
+    "up-to-date": "good",
+    "fast-forward": "caution",
+    "diverged": "bad",
+    "missing": "bad",
+    "unreachable": "caution",
+}
+
+# A mark opens and closes with a NUL and a key drawn afresh by each process (os.urandom is what
+# secrets.token_hex reads, without importing `secrets` into every command's start-up). Untrusted text cannot
+# forge one: it does not know the key, and any NUL it carries is shown as `\x00` by `clean`.
+_KEY = os.urandom(8).hex()
+_MARK = re.compile(f"\x00{_KEY}({'|'.join(get_args(Tone))})\x00(.*?)\x00{_KEY}\x00", re.S)
 
 
-@functools.cache
-def _patterns() -> tuple[re.Pattern[str], ...]:
-    """Where a word is coloured; compiled on first use, since output that is not a terminal never needs them."""
-    word = "|".join(sorted((re.escape(w) for w in _WORDS), key=len, reverse=True))
-    return (
-        re.compile(rf"^(verdict: |audit \S+: )({word})$"),  # check/merge verdict, audit headline
-        re.compile(rf"^()({word})$"),  # test's closing line
-        re.compile(rf"^(  )({word})(?= )"),  # a finding's severity
-        re.compile(rf"^()({word})(?= )"),  # a gate's status
-        re.compile(rf"^(\S+ +)({word})(?=  )"),  # a mirror's status column
-    )
+def mark(word: str, tone: Tone, width: int = 0) -> str:
+    """`word` marked to be shown in `tone`, padded to `width` outside the mark (columns measure `plain` text)."""
+    return f"\x00{_KEY}{tone}\x00{word}\x00{_KEY}\x00" + " " * (width - len(word))
 
 
-def colorize(text: str) -> str:
-    """`text` with verdicts, gate statuses, severities and mirror statuses styled; the rest untouched."""
-    out = []
-    for line in text.split("\n"):
-        for pattern in _patterns():
-            found = pattern.match(line)
-            if found:
-                word = found[2]
-                styled = click.style(word, fg=_WORDS[word], bold=True if word in ("error", "FAIL", "blocked") else None)
-                line = found[1] + styled + line[found.end() :]
-                break
-        out.append(line)
-    return "\n".join(out)
+def plain(text: str) -> str:
+    """`text` with every mark taken out and its word left: what is printed when there is no colour."""
+    return _MARK.sub(r"\2", text) if "\x00" in text else text
+
+
+def shown(text: str, *, colour: bool) -> str:
+    """`text` as it may reach a terminal: cleaned (redacted, control characters shown), marked words coloured."""
+    from promote.core.redact import clean
+
+    whole = clean(plain(text))
+    if not colour:
+        return whole
+    pieces = _MARK.split(text)  # text, tone, word, text, tone, word, ..., text
+    between, words = [clean(p) for p in pieces[0::3]], [clean(w) for w in pieces[2::3]]
+    # A secret spanning a mark's edge is redacted only when the text is cleaned whole: never colour at that price.
+    if _interleave(between, words) != whole:
+        return whole
+    styles = [STYLES[cast(Tone, tone)] for tone in pieces[1::3]]
+    styled = [click.style(w, fg=fg, bold=bold) for w, (fg, bold) in zip(words, styles, strict=True)]
+    return _interleave(between, styled)
+
+
+def _interleave(between: list[str], words: list[str]) -> str:
+    """The pieces around the marks with the marked words between them (one piece more than there are words)."""
+    return "".join(p + w for p, w in zip(between, [*words, ""], strict=True))
