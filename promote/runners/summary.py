@@ -270,6 +270,36 @@ def previous_total(out_dir: Path, look_back: int = 50) -> tuple[str, int] | None
     return None
 
 
+@dataclass(frozen=True)
+class _PartsRead:
+    """What the records of every part of one package's run say, before they are counted."""
+
+    tests: list[TestRecord]
+    findings: list[Finding]
+    lost: list[tuple[str, str]]  # (test id, part/worker) of each test a dead worker took with it
+    timed_out: set[str]
+    failing: list[bool]  # per part: whether its records explain a status 1
+    workers: list[WorkerResults]
+
+
+def _read_parts(parts: list[ProcessOutcome], rootdir: Rootdir | None) -> _PartsRead:
+    read = _PartsRead([], [], [], set(), [], [])
+    for done in parts:
+        workers = read_all_results(done.out_dir)
+        read.workers.extend(workers)
+        saved_tests, saved_findings = recovered(done.out_dir, {w.worker for w in workers})
+        part_tests = [t for w in workers for t in w.tests] + saved_tests
+        finished = {t.nodeid for t in part_tests}
+        read.timed_out.update(done.timed_out)
+        died = done.crashed if done.crashed is not None else crashed_tests(done.out_dir)
+        read.lost.extend((n, f"{done.part}/{w}") for n, w in died if n not in finished)
+        read.tests.extend(part_tests)
+        read.findings.extend(rebased(f, rootdir) for f in [*(f for w in workers for f in w.findings), *saved_findings])
+        bad = any(is_red(t.outcome) for t in part_tests)
+        read.failing.append(bad or bool(died) or bool(done.timed_out))
+    return read
+
+
 def summarize(
     name: str,
     path: Path,
@@ -281,25 +311,8 @@ def summarize(
     rootdir: Rootdir | None = None,
 ) -> PackageResult:
     """Read every worker's records for one package and count what ran; `rootdir`: where it is in the repository."""
-    tests: list[TestRecord] = []
-    findings: list[Finding] = []
-    lost: list[tuple[str, str]] = []
-    timed_out: set[str] = set()
-    failing: list[bool] = []  # per part: whether its records explain a status 1
-    every: list[WorkerResults] = []
-    for done in parts:
-        workers = read_all_results(done.out_dir)
-        every += workers
-        saved_tests, saved_findings = recovered(done.out_dir, {w.worker for w in workers})
-        part_tests = [t for w in workers for t in w.tests] + saved_tests
-        finished = {t.nodeid for t in part_tests}
-        timed_out |= set(done.timed_out)
-        died = done.crashed if done.crashed is not None else crashed_tests(done.out_dir)
-        lost += [(n, f"{done.part}/{w}") for n, w in died if n not in finished]
-        tests += part_tests
-        findings += [rebased(f, rootdir) for f in [*(f for w in workers for f in w.findings), *saved_findings]]
-        bad = any(is_red(t.outcome) for t in part_tests)
-        failing.append(bad or bool(died) or bool(done.timed_out))
+    read = _read_parts(parts, rootdir)
+    tests, findings, lost, timed_out, every = read.tests, read.findings, read.lost, read.timed_out, read.workers
     tests, collection_errors = collection_errors_of(tests)
     findings += [uncollected(t, locate(rootdir, t.nodeid, t.line)) for t in collection_errors]
     crashed = [(n, w) for n, w in lost if n not in timed_out]
@@ -307,7 +320,9 @@ def summarize(
     findings += [timeout_finding(n, timeout_s, locate(rootdir, n)) for n in sorted(timed_out)]
     ran = bool(tests or lost)
     findings += [
-        f for done, bad in zip(parts, failing, strict=True) if (f := process_finding(name, done, ran, bad)) is not None
+        f
+        for done, bad in zip(parts, read.failing, strict=True)
+        if (f := process_finding(name, done, ran, bad)) is not None
     ]
     if not ran:
         # Nothing unseen is a pass: a package that recorded no test is not green, whatever pytest's status.
