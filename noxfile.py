@@ -94,6 +94,7 @@ def bench(session: nox.Session) -> None:
         "benchmarks/bench_bisect.py",
         "benchmarks/bench_stations.py",
         "benchmarks/bench_mlxlm.py",
+        "benchmarks/bench_plugin.py",
     ]
     for script in sorted(session.posargs or default):
         session.run("python", script)

@@ -53,6 +53,22 @@ def test_a_test_record_reads_back_equal_from_json_with_or_without_later_keys(dro
         back.outcome = "failed"  # type: ignore[misc]
 
 
+def test_progress_lines_write_test_ids_as_json_does(tmp_path: Path) -> None:
+    # The usual lines are formatted by hand: an awkward test id must come out as json.dumps writes it.
+    odd = 't.py::test_x["quoted" \\ back\tslash, ünïcode ✓]'
+    log = ProgressLog(tmp_path, "gw0")
+    for index, nodeid in enumerate([odd, "t.py::test_y", odd], start=1):
+        log.start(nodeid, index)
+        log.finish_passed(nodeid, index, 0.25)
+    log.close()
+
+    lines = progress_path(tmp_path, "gw0").read_text(encoding="utf-8").splitlines()
+    ids = [e.nodeid for e in read_progress(progress_path(tmp_path, "gw0")) if e.event in ("start", "finish")]
+    assert ids == [odd, odd, "t.py::test_y", "t.py::test_y", odd, odd]
+    assert all(f'"nodeid":{json.dumps(odd)},' in line for line in lines if "quoted" in line)
+    assert all(line.isascii() for line in lines)
+
+
 def test_an_unknown_schema_is_refused(tmp_path: Path) -> None:
     data = sample("main").to_json() | {"schema": 99}
 
