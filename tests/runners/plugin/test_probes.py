@@ -145,7 +145,7 @@ def test_process_probes_cover_cwd_path_threads_and_logging(pytester: pytest.Pyte
         """
     )
 
-    rec = record(pytester, subprocess=True)
+    rec = record(pytester, "--promote-leaks", "restore", subprocess=True)
 
     rec.run.assert_outcomes(passed=2)
     [leak] = rec.findings("leaked-state")
@@ -211,7 +211,7 @@ def test_projects_add_probes_through_the_entry_point_group(
     )
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
 
-    rec = record(pytester, subprocess=True)
+    rec = record(pytester, "--promote-leaks", "restore", subprocess=True)
 
     rec.run.assert_outcomes(passed=2)
     [leak] = rec.findings("leaked-state")
