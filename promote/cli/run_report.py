@@ -7,6 +7,7 @@ from promote.cli.terminal import mark
 from promote.core.vocab import is_red
 from promote.runners.requirements import blocked_summary
 from promote.runners.suite import RunResult
+from promote.runners.summary import PackageResult
 
 
 def run_report(r: RunResult) -> str:
@@ -17,6 +18,8 @@ def run_report(r: RunResult) -> str:
     lines = [f"run {r.run_id}", ""]
     lines += table(["PACKAGE", "PASSED", "FAILED", "ERRORS", "SKIPPED", "BLOCKED", "CRASHED", "TIME", "STATION"], rows)
     for p in r.packages:
+        if (ran_with := configuration_line(p)) is not None:
+            lines.append(f"  {p.name}: {ran_with}")
         if p.subtests:
             parts = ", ".join(f"{n} {k}" for k, n in sorted(p.subtests.items()))
             lines.append(f"  {p.name} subtests: {parts}")
@@ -39,3 +42,12 @@ def run_report(r: RunResult) -> str:
         lines += ["", "findings:", *findings_lines(r.findings)]
     lines += ["", f"results: {r.out_dir}", mark("all green", "good") if r.green else mark("not green", "bad")]
     return "\n".join(lines)
+
+
+def configuration_line(p: PackageResult) -> str | None:
+    """Which pytest configuration the package ran under, as its workers recorded it (None: not recorded)."""
+    c = p.configuration
+    if c is None or not c.known:
+        return None
+    where = f"rootdir {c.rootdir.path}" if c.rootdir is not None else "rootdir outside the repository"
+    return f"ran with {c.inifile or 'no pytest configuration file'} ({where})"

@@ -113,6 +113,10 @@ ORDER_DEPENDENT: Final = "order-dependent"
 FLAKY: Final = "flaky"
 NOT_REPRODUCED: Final = "not-reproduced"
 
+# When a leak happened: while a test ran, or while pytest imported a module to collect it.
+LeakPhase = Literal["test", "import"]
+IMPORT: Final = "import"
+
 # What the test plugin does about global state a test leaves changed (`off` is the runner's own, for reruns).
 LeakPolicy = Literal["restore", "report", "off"]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from promote.core.findings import Finding, Severity
+from promote.core.vocab import IMPORT
 from promote.runners.causes.bisect import ORDER_DEPENDENT
 from promote.runners.plugin.leaks import leak_severity, what_was_done
 from promote.runners.plugin.records import LeakRecord
@@ -17,12 +18,16 @@ from promote.runners.summary import PackageResult
 
 FOLD = 10  # tests a group names before saying "and N more"
 
-# What a group has in common: each change's key and the value it was left at, and what was done about it.
-Signature = tuple[tuple[tuple[str, str], ...], str]
+SHOWN_VALUES = 3  # values a group shows per changed key where its tests left different ones
+
+# What a group has in common: the state each change touched (the resource and the way it was changed, as the
+# probe names it) and what was done about it. Not the value left behind: fifteen tests that each seed the
+# generator with another number are one mistake, fixed once.
+Signature = tuple[tuple[str, ...], str, str]
 
 
 def signature(leak: LeakRecord) -> Signature:
-    return tuple((key, after) for key, _, after in leak.changes), what_was_done(leak)
+    return tuple(key for key, _, _ in leak.changes), what_was_done(leak), leak.phase
 
 
 def group(result: PackageResult, *, remote: bool = False) -> PackageResult:
@@ -36,7 +41,8 @@ def group(result: PackageResult, *, remote: bool = False) -> PackageResult:
     # A worker that died before writing its results left findings only: those stay as they are.
     kept = [f for f in result.findings if not (f.check == "leaked-state" and f.subject in recorded)]
     groups: dict[Signature, list[LeakRecord]] = {}
-    for leak in result.leaks:
+    # Every worker imports every module: one module's import leak is recorded once per worker.
+    for leak in dict.fromkeys(result.leaks):
         groups.setdefault(signature(leak), []).append(leak)
     victims = _victims(result)
     unknown = None
@@ -63,22 +69,33 @@ def _victims(result: PackageResult) -> dict[str, list[str]]:
     return out
 
 
-def folded(items: list[str]) -> str:
-    """Up to FOLD items, then how many more."""
-    shown = ", ".join(items[:FOLD])
-    return shown + (f" and {len(items) - FOLD} more" if len(items) > FOLD else "")
+def folded(items: list[str], most: int = FOLD) -> str:
+    """Up to `most` items, then how many more."""
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def values(seen: list[str]) -> str:
+    """One value as it is; several as how many, and the first few of them."""
+    distinct = list(dict.fromkeys(seen))
+    if len(distinct) == 1:
+        return distinct[0]
+    return f"{len(distinct)} values ({folded(distinct, SHOWN_VALUES)})"
 
 
 def _finding(leaks: list[LeakRecord], victims: dict[str, list[str]], unknown: str | None) -> Finding:
     first = leaks[0]
     tests = [leak.test for leak in leaks]
-    changes = []
-    for i, (key, before, after) in enumerate(first.changes):
-        befores = list(dict.fromkeys(leak.changes[i][1] for leak in leaks))
-        was = before if len(befores) == 1 else f"{before} (or {len(befores) - 1} other values)"
-        changes.append(f"{key}: {was} -> {after}")
-    who = "" if len(tests) == 1 else f"{len(tests)} tests ({folded(tests)}) "
-    message = f"{who}changed global state and did not put it back: {'; '.join(changes)} ({what_was_done(first)})"
+    changes = [
+        f"{key}: {values([leak.changes[i][1] for leak in leaks])} -> {values([leak.changes[i][2] for leak in leaks])}"
+        for i, (key, _, _) in enumerate(first.changes)
+    ]
+    if first.phase == IMPORT:
+        who = tests[0] if len(tests) == 1 else f"{len(tests)} modules ({folded(tests)})"
+        message = f"{who} changed global state when imported, before any test ran: {'; '.join(changes)}"
+    else:
+        who = "" if len(tests) == 1 else f"{len(tests)} tests ({folded(tests)}) "
+        message = f"{who}changed global state and did not put it back: {'; '.join(changes)} ({what_was_done(first)})"
     failed = [(v, t) for t in tests for v in victims.get(t, [])]
     severity: Severity = leak_severity(first)
     if failed:

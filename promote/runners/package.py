@@ -78,25 +78,26 @@ def command(
     """
     # `no:promote` first: where promote is installed, its entry point would load the plugin a second time.
     cmd = [python, "-m", "pytest", "-p", "no:promote", "-p", PLUGIN]
+    # Every option of ours as one `--name=value` word and no positional path: pytest picks its rootdir and
+    # ini file from the command line's paths before plugin options are known, so a separate value (a
+    # directory under .promote/) would be taken for a test path and move the search to the repository's
+    # root. Run from the package's directory like this, pytest finds what `cd PACKAGE && pytest` finds.
     cmd += [
-        "--promote-out", str(out_dir),
-        "--promote-leaks", leaks,
-        "--promote-part", part,
-        # Test ids relative to the package, whatever ini file pytest finds above it.
-        "--rootdir", str(pkg.path),
+        f"--promote-out={out_dir}",
+        f"--promote-leaks={leaks}",
+        f"--promote-part={part}",
         "-p", "no:cacheprovider",
         # A module that cannot be imported must not stop the others (xdist's workers go on; pytest alone would not).
         "--continue-on-collection-errors",
         "-q",
     ]  # fmt: skip
     if xdist:
-        cmd += ["-n", str(workers), "--dist", "load", "--max-worker-restart", str(MAX_RESTARTS)]
+        cmd += [f"--numprocesses={workers}", "--dist=load", f"--max-worker-restart={MAX_RESTARTS}"]
     if resume is not None:
-        cmd += ["--promote-worker", resume[0], "--promote-skip", str(resume[1])]
-    for pattern in pkg.serial:
-        cmd += ["--promote-serial", pattern]
+        cmd += [f"--promote-worker={resume[0]}", f"--promote-skip={resume[1]}"]
+    cmd += [f"--promote-serial={pattern}" for pattern in pkg.serial]
     if station is not None:
-        cmd += ["--promote-station", str(station)]
+        cmd.append(f"--promote-station={station}")
     return cmd + list(pkg.args) + list(extra)
 
 

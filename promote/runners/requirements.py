@@ -15,6 +15,7 @@ from promote.core.findings import Finding, Rootdir
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
 from promote.core.station import Station
 from promote.core.vocab import is_red
+from promote.runners.configuration import locate
 from promote.runners.plugin.records import TestRecord
 from promote.runners.plugin.requirement_rules import (
     DEFAULT_RULES,
@@ -26,7 +27,7 @@ from promote.runners.plugin.requirement_rules import (
     raised,
 )
 from promote.runners.stations import Inventory
-from promote.runners.summary import Blocked, PackageResult, locate
+from promote.runners.summary import Blocked, PackageResult
 
 IMPOSSIBLE = "impossible-requirement"
 STATION_BOUND = "station-bound"

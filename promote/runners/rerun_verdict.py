@@ -19,3 +19,5 @@ class Verdict:
     polluters: tuple[str, ...] = ()
     reruns: int = 0
     detail: str = ""
+    # The polluters are modules whose import changed state, not tests that ran earlier.
+    by_import: bool = False

@@ -28,12 +28,13 @@ from promote.runners import leak_groups, requirements
 from promote.runners import package as runner
 from promote.runners.causes import hidden
 from promote.runners.causes.investigate import Budget, StepCallback, investigate
+from promote.runners.configuration import rootdir_of
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.records import write_atomic
 from promote.runners.remote import station_run as remote
 from promote.runners.stations import Inventory, inventory
-from promote.runners.summary import PackageResult, rootdir_of, summarize
+from promote.runners.summary import PackageResult, summarize
 
 STATION_FILE = "station.json"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from promote.core.findings import Finding, Location, Rootdir
-from promote.core.git import run_git
 from promote.core.process import telling_line
 from promote.core.vocab import COUNT_KEYS, is_red
 from promote.runners.collection import collection_errors_of, uncollected
+from promote.runners.configuration import Configuration, chosen, locate, rebased
 from promote.runners.package import ProcessOutcome, Watch
 from promote.runners.plugin import progress as progress_mod
 from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, read_all_results
@@ -76,10 +76,16 @@ class PackageResult:
     parts: tuple[str, ...] = ()  # the pytest processes that ran: "all", or "parallel" then "serial" when it had any
     workers: int = 1  # the pytest-xdist workers its first part ran on (1: serially, in one process)
     rootdir: Rootdir | None = None  # where its node ids are rooted in the repository (None: outside one)
+    configuration: Configuration | None = None  # the rootdir and ini file pytest chose (None: not read)
 
     def locate(self, nodeid: str, line: int | None = None) -> Location | None:
         """Where the file of one of its node ids is, relative to the repository root."""
         return locate(self.rootdir, nodeid, line)
+
+    @property
+    def recorded(self) -> bool:
+        """Whether its workers said which rootdir and ini file pytest chose."""
+        return self.configuration is not None and self.configuration.known
 
     @property
     def passed(self) -> int:
@@ -153,6 +159,9 @@ class PackageResult:
             "random_draws_restored": self.random_draws_restored,
             "random_draws": self.random_draws,
             "pass_only_restored": list(self.hidden),
+            # What pytest read, relative to the repository root: None for no ini file (or not recorded).
+            "inifile": self.configuration.inifile if self.configuration is not None else None,
+            "rootdir": str(self.rootdir.path) if self.recorded and self.rootdir is not None else None,
         }
 
 
@@ -280,12 +289,14 @@ class _PartsRead:
     timed_out: set[str]
     failing: list[bool]  # per part: whether its records explain a status 1
     workers: list[WorkerResults]
+    configuration: Configuration
 
 
-def _read_parts(parts: list[ProcessOutcome], rootdir: Rootdir | None) -> _PartsRead:
-    read = _PartsRead([], [], [], set(), [], [])
-    for done in parts:
-        workers = read_all_results(done.out_dir)
+def _read_parts(parts: list[ProcessOutcome], package: Rootdir | None) -> _PartsRead:
+    per_part = [read_all_results(done.out_dir) for done in parts]
+    read = _PartsRead([], [], [], set(), [], [], chosen(package, [w for workers in per_part for w in workers]))
+    rootdir = read.configuration.rootdir
+    for done, workers in zip(parts, per_part, strict=True):
         read.workers.extend(workers)
         saved_tests, saved_findings = recovered(done.out_dir, {w.worker for w in workers})
         part_tests = [t for w in workers for t in w.tests] + saved_tests
@@ -310,8 +321,13 @@ def summarize(
     timeout_s: float | None = None,
     rootdir: Rootdir | None = None,
 ) -> PackageResult:
-    """Read every worker's records for one package and count what ran; `rootdir`: where it is in the repository."""
+    """Read every worker's records for one package and count what ran; `rootdir`: where it is in the repository.
+
+    Node ids are rooted where pytest chose its rootdir (a configuration above the package moves it up), as
+    the workers recorded it; `rootdir` is the package's directory, where pytest was started.
+    """
     read = _read_parts(parts, rootdir)
+    rootdir = read.configuration.rootdir
     tests, findings, lost, timed_out, every = read.tests, read.findings, read.lost, read.timed_out, read.workers
     tests, collection_errors = collection_errors_of(tests)
     findings += [uncollected(t, locate(rootdir, t.nodeid, t.line)) for t in collection_errors]
@@ -351,30 +367,8 @@ def summarize(
         parts=tuple(done.part for done in parts),
         workers=parts[0].workers,
         rootdir=rootdir,
+        configuration=read.configuration,
     )
-
-
-def rootdir_of(root: Path, package: Path) -> Rootdir | None:
-    """Where `package` (its pytest rootdir) is in the git repository holding `root`; None outside one."""
-    top = run_git(root, "rev-parse", "--show-toplevel")
-    if not top.ok:
-        return None
-    repo, here = Path(top.stdout.strip()).resolve(), package.resolve()
-    if not here.is_relative_to(repo):
-        return None  # a package outside the repository has no place in it to name
-    return Rootdir(PurePosixPath(here.relative_to(repo).as_posix()))
-
-
-def locate(rootdir: Rootdir | None, nodeid: str, line: int | None = None) -> Location | None:
-    """Where the file of a node id under `rootdir` is, relative to the repository root (None outside one)."""
-    return None if rootdir is None else rootdir.locate(nodeid, line)
-
-
-def rebased(finding: Finding, rootdir: Rootdir | None) -> Finding:
-    """A plugin's finding, whose location is relative to the rootdir, with it relative to the repository root."""
-    if rootdir is None:
-        return replace(finding, location=None)  # no repository to place it in
-    return rootdir.rebase(finding)
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:

@@ -25,7 +25,7 @@ HANGS = """
 
 
 def processes_under(path: Path) -> list[str]:
-    """Command lines of live processes that mention `path` (read from /proc)."""
+    """Command lines of live processes that mention `path` or run in it (read from /proc)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -33,9 +33,11 @@ def processes_under(path: Path) -> list[str]:
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cwd = os.readlink(entry / "cwd")
         except OSError:
             continue
-        if str(path) in cmdline and state != "Z":
+        # pytest runs in the package's directory and names no path of it on its command line.
+        if (str(path) in cmdline or Path(cwd).is_relative_to(path)) and state != "Z":
             found.append(f"{entry.name}: {cmdline}")
     return found
 

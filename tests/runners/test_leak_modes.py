@@ -159,3 +159,32 @@ def test_leaks_are_grouped_by_what_changed_and_say_whether_a_later_test_failed(t
     assert flagged.message.endswith(
         f"later tests failed because of it (order-dependent): {od.subject} (after {od.cause})"
     )
+
+
+VALUED = {
+    "test_valued.py": "import os\nimport mlx.core as mx\n\n"
+    + "".join(f"def test_seed_{i:02d}():\n    mx.random.seed({i})\n\n" for i in range(15))
+    + "".join(f"def test_mode_{c}():\n    os.environ['APP_MODE'] = '{c}'\n\n" for c in "ab"),
+}
+
+
+@pytest.mark.parametrize("policy", ["restore", "report"])
+def test_leaks_are_grouped_by_the_state_changed_not_by_the_value_left_behind(tmp_path: Path, policy: str) -> None:
+    write_package(tmp_path, "pkg", VALUED)
+    path = write_config(tmp_path, [{"name": "pkg", "path": "pkg", "leaks": policy}])
+
+    result = run_tests(config.load(path))
+
+    leaks = [f for f in result.findings if f.check == "leaked-state"]
+    # One change a maintainer makes per resource: fifteen seeds are one finding, two values of one variable another.
+    assert len(leaks) == 2, [f.message for f in leaks]
+    seeded, moded = leaks
+    assert seeded.message.startswith("15 tests (test_valued.py::test_seed_00, ")
+    assert "and 5 more) changed global state" in seeded.message
+    assert "15 values (" in seeded.message or "14 values (" in seeded.message, seeded.message
+    assert moded.message.startswith("2 tests (test_valued.py::test_mode_a, test_valued.py::test_mode_b) ")
+    if policy == "restore":
+        assert "os.environ[APP_MODE]: <unset> -> 2 values ('a', 'b')" in moded.message
+    else:
+        # Under report the second test finds the first one's value: before and after both differ.
+        assert "os.environ[APP_MODE]: 2 values (<unset>, 'a') -> 2 values ('a', 'b')" in moded.message

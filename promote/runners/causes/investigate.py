@@ -13,10 +13,11 @@ from promote.config import Config, PackageConfig
 from promote.core import state
 from promote.core.findings import Finding, Location
 from promote.core.vocab import is_red
-from promote.runners.causes import bisect
+from promote.runners.causes import bisect, imports
 from promote.runners.causes.rerun import RerunError, Rerunner, RerunTimeout
+from promote.runners.configuration import locate, rootdir_of
 from promote.runners.plugin import progress
-from promote.runners.summary import PackageResult, locate, rootdir_of
+from promote.runners.summary import PackageResult
 
 
 @dataclass
@@ -80,6 +81,13 @@ def failed_tests(result: PackageResult) -> list[str]:
 
 def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding], location: Location | None = None) -> Finding | None:
     """The finding of one failed test's verdict, at `location` (the test's file); none for a genuine failure."""
+    if v.kind == bisect.ORDER_DEPENDENT and v.by_import:
+        named = ", ".join(v.polluters)
+        message = f"{v.detail} (pytest imports every module before the first test; found in {v.reruns} reruns)"
+        leaked = [f"{f.subject} {f.message}" for f in leaks if f.subject in v.polluters]
+        if leaked:
+            message += "; " + "; ".join(leaked)
+        return Finding("order-dependent", "error", v.test, message, cause=named, location=location)
     if v.kind == bisect.ORDER_DEPENDENT:
         named = ", ".join(v.polluters)
         message = f"fails only after {named} ran earlier in the same process; passes alone (found in {v.reruns} reruns)"
@@ -208,8 +216,25 @@ def investigate(
         )
         for victim, done in zip(victims, alone, strict=True)
     ]
+    modules = imports.importers(result.leaks)
+    if modules:
+        verdicts = [_by_import(rerunner, v, modules, budget) for v in verdicts]
     found = [f for v in verdicts if (f := verdict_finding(v, leaks, result.locate(v.test))) is not None]
     return replace(result, findings=result.findings + tuple(found), verdicts=tuple(verdicts))
+
+
+def _by_import(rerunner: Rerunner, verdict: bisect.Verdict, modules: list[str], budget: Budget) -> bisect.Verdict:
+    """`imports.by_import` within the run's rerun budget (it needs all of its reruns, or none)."""
+    most = imports.MOST_MODULES + 2
+    if verdict.kind != bisect.GENUINE:
+        return verdict
+    granted = budget.take(most)
+    if granted < most:
+        budget.give(granted)
+        return verdict
+    found = imports.by_import(rerunner, verdict, modules)
+    budget.give(most - (found.reruns - verdict.reruns))
+    return found
 
 
 def bisect_by_hand(

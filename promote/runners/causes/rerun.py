@@ -18,7 +18,6 @@ from promote.core import state
 from promote.core.errors import PromoteError
 from promote.core.policies import OFF
 from promote.core.process import telling_line
-from promote.core.pytest_ini import find_ini
 from promote.core.vocab import is_red
 from promote.runners.package import PLUGIN, POLL_S, Watch, environment
 from promote.runners.plugin.progress import unfinished
@@ -46,11 +45,6 @@ class Ran:
     timed_out: tuple[str, ...] = ()
     # The whole process ran past its bound (e.g. stuck while importing, before any test started).
     overran: bool = False
-
-
-def files_of(ids: Sequence[str]) -> list[str]:
-    """The files of these test ids (the part before `::`), each once, in the order first named."""
-    return list(dict.fromkeys(t.split("::", 1)[0] for t in ids))
 
 
 def why_not_run(log: Path, status: int) -> str:
@@ -112,22 +106,16 @@ class Rerunner:
         state.private_dir(out_dir)
         return out_dir
 
-    def _paths(self, ids: Sequence[str]) -> list[str]:
-        """The files to collect for `ids`: only theirs, unless that would make pytest read another ini file."""
-        files = files_of(ids)
-        # Given paths, pytest looks for its ini file from their common directory instead of the package's.
-        if self._ini_directory([]) != self._ini_directory([*files]):
-            return []  # collect the package, as the run did
-        return files
+    def _pytest(self, out_dir: Path, *options: str, tests: int | None = None) -> Ran:
+        """One rerun: the whole package collected as the run collected it, only the chosen tests selected.
 
-    def _ini_directory(self, args: list[str | None]) -> str | None:
-        found = find_ini(self.pkg.path, "", args)
-        return None if found is None else found.directory
-
-    def _pytest(self, out_dir: Path, *options: str, paths: Sequence[str] = (), tests: int | None = None) -> Ran:
+        Collection is part of the order: every module is imported, as in the run (pytest imports all of
+        them before the first test), so state a module sets when imported is set in the rerun too.
+        Options are `--name=value` words and no path is given, so pytest reads the package's own
+        configuration from the same rootdir (promote.runners.package).
+        """
         cmd = [
             self.python, "-m", "pytest", "-p", "no:promote", "-p", PLUGIN,
-            "--rootdir", str(self.pkg.path),
             # One process, serial, and leaks left in place: otherwise the polluter could not pollute.
             "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
             # A module elsewhere that fails to import must not stop the tests asked for.
@@ -135,12 +123,12 @@ class Rerunner:
             *options, *self.pkg.args,
         ]  # fmt: skip
         if self.station is not None:
-            cmd += ["--promote-station", str(self.station)]
+            cmd.append(f"--promote-station={self.station}")
         log = out_dir / "pytest.log"
         with state.open_private_log(log) as sink:
             # Its own session: a test killed for its time takes the processes it started with it.
             proc = subprocess.Popen(
-                [*cmd, *paths],
+                cmd,
                 cwd=self.pkg.path,
                 env=environment(self.pkg, self.python),
                 stdout=sink,
@@ -177,7 +165,7 @@ class Rerunner:
         None when the package has no such test.
         """
         out_dir = self._next_dir("through")
-        self._pytest(out_dir, "--promote-out", str(out_dir), "--promote-leaks", OFF, "--promote-until", victim)
+        self._pytest(out_dir, *_options(out_dir, f"--promote-until={victim}"))
         records = [t for r in read_all_results(out_dir) for t in r.tests]
         order = [t.nodeid for t in sorted(records, key=lambda t: t.index) if t.parent is None and t.index > 0]
         if victim not in order:
@@ -191,27 +179,26 @@ class Rerunner:
         state.write_private(select, "".join(f"{t}\n" for t in tests))
         self._pytest(
             out_dir,
-            *("--promote-out", str(out_dir), "--promote-leaks", OFF, "--promote-select", str(select)),
-            paths=self._paths(tests),
+            *_options(out_dir, f"--promote-select={select}"),
             tests=len(tests),
         )
         return [t for r in read_all_results(out_dir) for t in r.tests]
 
-    def fails(self, prefix: Sequence[str], victim: str) -> bool:
+    def fails(self, prefix: Sequence[str], victim: str, *, ignore: Sequence[str] = ()) -> bool:
         """Run `prefix` then `victim` in one fresh process; True when the victim failed (or died).
 
+        `ignore`: modules (ids relative to the rootdir) left out of collection, so never imported.
         Raises RerunTimeout when the victim itself ran past the timeout, RerunError when it did not run.
         """
         out_dir = self._next_dir()
         tests = [*prefix, victim]
         select = out_dir / "select.txt"
         state.write_private(select, "".join(f"{t}\n" for t in tests))
-        done = self._pytest(
-            out_dir,
-            *("--promote-out", str(out_dir), "--promote-leaks", OFF, "--promote-select", str(select)),
-            paths=self._paths(tests),
-            tests=len(tests),
-        )
+        options = [f"--promote-select={select}"]
+        if ignore:
+            ignored = state.write_private(out_dir / "ignore.txt", "".join(f"{m}\n" for m in ignore))
+            options.append(f"--promote-ignore={ignored}")
+        done = self._pytest(out_dir, *_options(out_dir, *options), tests=len(tests))
         failed = judged_failed([t for r in read_all_results(out_dir) for t in r.tests], victim)
         if failed is not None:
             return failed
@@ -233,6 +220,11 @@ class Rerunner:
         else:
             why = why_not_run(done.log, done.status)
         raise RerunError(f"{victim} did not run in a rerun of {self.pkg.name}: {why} (log: {done.log})")
+
+
+def _options(out_dir: Path, *more: str) -> tuple[str, ...]:
+    """promote's options for a rerun into `out_dir`, nothing restored (each a single `--name=value` word)."""
+    return (f"--promote-out={out_dir}", f"--promote-leaks={OFF}", *more)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -23,6 +23,7 @@ from promote.runners.plugin.items import REQUIREMENTS, SERIAL_LEFT, note_raised_
 RECORDER = "promote-recorder"
 STATION = pytest.StashKey[Station]()
 STATION_FILE = pytest.StashKey[Path]()
+IGNORED = pytest.StashKey[frozenset[str]]()
 # promote starts pytest first and detects the station while pytest starts up; the file is written
 # (atomically) well before the first test runs, but a loaded machine may need a moment more.
 STATION_WAIT_S = 60.0
@@ -81,6 +82,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         default=None,
         help="this process's worker name without xdist (default: main); names its results and progress files",
+    )
+    group.addoption(
+        "--promote-ignore",
+        metavar="FILE",
+        default=None,
+        help="do not collect the modules whose ids (relative to the rootdir) are listed in FILE",
     )
     group.addoption(
         "--promote-select",
@@ -190,6 +197,21 @@ def pytest_make_collect_report(
         longrepr = collector.repr_failure(pytest.ExceptionInfo.from_exception(e))
         note_raised_at(collector, e)
         return pytest.CollectReport(collector.nodeid, "failed", longrepr, None)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    ignore = config.getoption("promote_ignore", default=None)
+    if not ignore:
+        return None
+    modules = config.stash.get(IGNORED, None)
+    if modules is None:
+        modules = config.stash[IGNORED] = frozenset(Path(ignore).read_text(encoding="utf-8").splitlines())
+    try:
+        nodeid = collection_path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return None
+    # True ignores the module; None leaves the decision to pytest and other plugins.
+    return True if nodeid in modules else None
 
 
 @pytest.hookimpl(tryfirst=True)

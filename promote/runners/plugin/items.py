@@ -15,7 +15,8 @@ from promote.runners.plugin import outcomes
 SERIAL_LEFT = pytest.StashKey[int]()
 REQUIREMENTS = pytest.StashKey[tuple[str, ...]]()
 # Collector node id -> the line of its file that raised, read from the exception (its report has only text).
-RAISED_AT = pytest.StashKey[dict[str, int | None]]()
+# Annotated rather than subscripted: the plugin loads on Python 3.9, where `int | None` is no runtime value.
+RAISED_AT: pytest.StashKey[dict[str, int | None]] = pytest.StashKey()
 
 
 def note_raised_at(collector: pytest.Collector, error: BaseException) -> None:

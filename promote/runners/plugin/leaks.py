@@ -6,8 +6,14 @@ import time
 from collections.abc import Sequence
 
 from promote.core.findings import Finding, Location, Severity
+from promote.core.vocab import IMPORT
 from promote.runners.plugin.probes import Change, Probe, Unreadable, show
 from promote.runners.plugin.records import LeakRecord
+
+
+# What importing a module ordinarily changes, by pytest's doing (its import mode puts the module's root on
+# sys.path) or a library's (threads, warning filters and loggers set up once): not a leak of the module's.
+NOT_AT_IMPORT = frozenset({"sys.path", "threads", "warnings.filters", "logging"})
 
 
 class LeakWatch:
@@ -125,6 +131,20 @@ class LeakWatch:
                 failed.append(f"{p.name} ({type(e).__name__}: {e})")
         return restored, failed
 
+    def imported(self, module: str, before: dict[str, object]) -> LeakRecord | None:
+        """What importing `module` changed since `before`, never restored: the module's tests rely on it.
+
+        A module that sets state when imported sets it before any test runs (pytest imports every module
+        first), so a test collected earlier or later can fail of it; such a leak is named, not undone.
+        """
+        changed = {k: v for k, v in self.diff(before, self.snapshot()).items() if k not in NOT_AT_IMPORT}
+        if not changed:
+            return None
+        shown = tuple(
+            (c.key, show(c.key, c.before), show(c.key, c.after)) for changes in changed.values() for c in changes
+        )
+        return LeakRecord(module, shown, phase=IMPORT)
+
     def us_per_test(self) -> float | None:
         """Mean probe cost per test in microseconds (snapshots, comparison, restores)."""
         return round(self.elapsed_ns / 1000 / self.tests, 2) if self.tests else None
@@ -136,6 +156,9 @@ def leak_finding(leak: LeakRecord, location: Location | None = None) -> Finding:
     `location`: the test's, relative to the rootdir (the runner makes it relative to the repository).
     """
     keys = "; ".join(f"{key}: {before} -> {after}" for key, before, after in leak.changes)
+    if leak.phase == IMPORT:
+        message = f"changed global state when imported: {keys}"
+        return Finding("leaked-state", "warning", leak.test, message, cause=leak.test, location=location)
     # Whether a later test failed because of it is for the runner to say (promote.runners.leak_groups).
     message = f"changed global state and did not put it back: {keys} ({what_was_done(leak)})"
     return Finding("leaked-state", leak_severity(leak), leak.test, message, cause=leak.test, location=location)
@@ -147,6 +170,8 @@ def leak_severity(leak: LeakRecord) -> Severity:
 
 def what_was_done(leak: LeakRecord) -> str:
     """What promote did about the leak: restored it, could not, or left it (under `report`)."""
+    if leak.phase == IMPORT:
+        return "left as is: the module's own tests may rely on it"
     if leak.unrestored:
         return f"restored {', '.join(leak.restored) or 'nothing'}; could not restore {', '.join(leak.unrestored)}"
     return "restored" if leak.restored else 'left as is, as leaks = "report" asks'

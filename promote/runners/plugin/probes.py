@@ -130,7 +130,7 @@ def entry_point_probes() -> tuple[list[Probe], list[Finding]]:
     """Probes that installed packages register under `promote.probes`, and any that failed."""
     probes: list[Probe] = []
     problems: list[Finding] = []
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in _group(ENTRY_POINT_GROUP):
         try:
             obj = ep.load()
             if not isinstance(obj, Probe) and not hasattr(obj, "snapshot") and callable(obj):
@@ -141,3 +141,12 @@ def entry_point_probes() -> tuple[list[Probe], list[Finding]]:
             message = f"probe {ep.name} ({ep.value}) is off: {type(e).__name__}: {e}"
             problems.append(Finding("leaked-state", "warning", ep.name, message))
     return probes, problems
+
+
+def _group(name: str) -> list[Any]:
+    """The entry points of one group (Python 3.9's `entry_points()` takes no `group` and returns a dict)."""
+    try:
+        return list(entry_points(group=name))
+    except TypeError:  # Python 3.9
+        found: Any = entry_points()
+        return list(found.get(name, ()))

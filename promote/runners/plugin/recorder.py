@@ -45,7 +45,7 @@ def import_mlx() -> tuple[ModuleType | None, str | None]:
     return mx, None
 
 
-@dataclass(slots=True)
+@dataclass  # no slots=True: the plugin loads on Python 3.9 too
 class _Running:
     """What is known so far about the test being run."""
 
@@ -62,6 +62,16 @@ class _Running:
     failed_subtests: int = 0
     requirements: tuple[str, ...] = ()
     fixture: str | None = None
+
+
+def chosen_configuration(config: pytest.Config) -> dict[str, str | None]:
+    """The rootdir and ini file pytest chose, relative to where it was started (as `cd DIR && pytest` shows)."""
+    here = config.invocation_params.dir
+    inipath = config.inipath
+    return {
+        "rootdir": os.path.relpath(config.rootpath, here),
+        "inifile": None if inipath is None else os.path.relpath(inipath, here),
+    }
 
 
 class Recorder:
@@ -145,6 +155,22 @@ class Recorder:
 
     def pytest_collectstart(self, collector: pytest.Collector) -> None:
         self.where, self.phase = collector.nodeid, "collection"
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(
+        self, collector: pytest.Collector
+    ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+        # Importing a test module is where it runs its module-level code: state it sets there is a leak
+        # whose cause is the module, and it happens before any test, whatever the order.
+        before = self.watch.snapshot() if self.watch is not None and isinstance(collector, pytest.Module) else None
+        try:
+            return (yield)
+        finally:
+            if before is not None and self.watch is not None:
+                leak = self.watch.imported(collector.nodeid, before)
+                if leak is not None:
+                    self.leaked.append(leak)
+                    self.findings.append(leak_finding(leak, Location(collector.nodeid, None)))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
@@ -315,6 +341,7 @@ class Recorder:
             leaked=tuple(self.leaked),
             random_draws_restored=self.watch.ordinary.get(RANDOM_PROBE, 0) if self.watch else 0,
             pytest=pytest.__version__,
+            **chosen_configuration(self.config),
         )
         write_results(self.out_dir, results)
 

@@ -12,6 +12,7 @@ from typing import Any
 from promote.core import state
 from promote.core.findings import Finding
 from promote.core.redact import current as current_redactor
+from promote.core.vocab import IMPORT, LeakPhase
 
 SCHEMA = 1
 _NESTED = ("tests", "streams", "findings", "leaked")
@@ -104,6 +105,8 @@ class LeakRecord:
     changes: tuple[tuple[str, str, str], ...]  # (what, before, after)
     restored: tuple[str, ...] = ()  # the probes put back before the next test
     unrestored: tuple[str, ...] = ()  # the probes that could not be put back (and why)
+    # "import": `test` is a module that changed the state while pytest imported it to collect it.
+    phase: LeakPhase = "test"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,13 +114,15 @@ class LeakRecord:
             "changes": [list(c) for c in self.changes],
             "restored": list(self.restored),
             "unrestored": list(self.unrestored),
+            "phase": self.phase,
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> LeakRecord:
         """Parse one entry of `leaks`."""
         changes = tuple((str(k), str(b), str(a)) for k, b, a in d["changes"])
-        return cls(str(d["test"]), changes, tuple(d.get("restored", ())), tuple(d.get("unrestored", ())))
+        phase: LeakPhase = IMPORT if d.get("phase") == IMPORT else "test"
+        return cls(str(d["test"]), changes, tuple(d.get("restored", ())), tuple(d.get("unrestored", ())), phase)
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,10 @@ class WorkerResults:
     # Tests that only drew numbers from MLX's global generator: its key put back, no finding.
     random_draws_restored: int = 0
     pytest: str | None = None  # the pytest that ran them (None: written by an older plugin)
+    # pytest's rootdir and ini file as it chose them, relative to the directory it was started in
+    # (None: written by an older plugin; `inifile` None also when pytest found no configuration).
+    rootdir: str | None = None
+    inifile: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The on-disk form (`schema` 1)."""

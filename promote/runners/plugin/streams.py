@@ -12,7 +12,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from promote.core.findings import Finding, Location
 from promote.runners.plugin.records import StreamRecord
@@ -25,7 +25,8 @@ _ADVICE = (
 )
 
 # Where the session is: (test or collector nodeid, phase, fixture being set up).
-Whereabouts = Callable[[], tuple[str | None, str, str | None]]
+if TYPE_CHECKING:  # only in annotations: `str | None` is no runtime value on Python 3.9, where the plugin loads too
+    Whereabouts = Callable[[], tuple[str | None, str, str | None]]
 
 
 def stream_key(stream: Any) -> tuple[str, int] | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from promote.runners.causes.rerun import files_of, why_not_run
+from promote.runners.causes.rerun import why_not_run
 from tests.helpers.cli import run
 from tests.helpers.packages import write_config, write_package
 
@@ -186,11 +186,6 @@ def test_reruns_read_the_ini_file_the_run_read(tmp_path: Path) -> None:
     report = promote_test(tmp_path)
 
     assert verdicts(report) == [("tests/test_g.py::test_genuine", "genuine")]
-
-
-def test_the_files_to_collect_are_the_ids_files_once_in_order() -> None:
-    ids = ["b/test_x.py::T::test_a[x::y]", "a/test_y.py::test_b", "b/test_x.py::test_c"]
-    assert files_of(ids) == ["b/test_x.py", "a/test_y.py"]
 
 
 def test_why_not_run_names_an_internal_error_and_a_usage_error(tmp_path: Path) -> None:
