@@ -155,7 +155,8 @@ LAYOUTS = [
         options={"addopts": "-p engine_plugin"},
         files={
             "packages/engine/engine_plugin.py": (
-                "def pytest_collection_modifyitems(items):\n    items[:] = [i for i in items if 'outside' not in i.nodeid]\n"
+                "def pytest_collection_modifyitems(items):\n"
+                "    items[:] = [i for i in items if 'outside' not in i.nodeid]\n"
             )
         },
     ),

@@ -10,7 +10,6 @@ from promote.core.vocab import IMPORT
 from promote.runners.plugin.probes import Change, Probe, Unreadable, show
 from promote.runners.plugin.records import LeakRecord
 
-
 # What importing a module ordinarily changes, by pytest's doing (its import mode puts the module's root on
 # sys.path) or a library's (threads, warning filters and loggers set up once): not a leak of the module's.
 NOT_AT_IMPORT = frozenset({"sys.path", "threads", "warnings.filters", "logging"})
