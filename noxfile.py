@@ -56,6 +56,14 @@ def oldest(session: nox.Session) -> None:
 
 
 @nox.session
+def interpreters(session: nox.Session) -> None:
+    """Run the plugin in every interpreter a tested package may have (Python 3.9 to 3.13), each one required."""
+    # promote runs on 3.10+, the plugin inside the package's own interpreter: the test makes one venv per Python.
+    session.install("-e", ".[dev]")
+    session.run("pytest", "-n", "auto", "tests/runners/test_interpreters.py", env={"PROMOTE_REQUIRE_PYTHONS": "1"})
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """Check formatting and lint with ruff, and the layer contract with import-linter."""
     session.install("ruff", "import-linter", "-e", ".")

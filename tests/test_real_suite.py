@@ -70,7 +70,7 @@ def _suite(base: Path, leaks: str, commands: tuple[str, ...]) -> dict[str, Any]:
     _git(base, "clone", "-q", "--bare", str(repo), str(base / "mirror.git"))
     _git(repo, "remote", "add", "origin", str(base / "mirror.git"))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(hf_home), "NO_COLOR": "1"}
-    found: dict[str, Any] = {}
+    found: dict[str, Any] = {"repo": str(repo), "env": env}
     for command in commands:
         done = subprocess.run(
             [sys.executable, "-m", "promote", command, "--json"], cwd=repo, env=env, capture_output=True, text=True
@@ -79,6 +79,7 @@ def _suite(base: Path, leaks: str, commands: tuple[str, ...]) -> dict[str, Any]:
         assert "Traceback" not in done.stderr, done.stderr[-2000:]
         found[command] = json.loads(done.stdout)
         found[f"{command}-stderr"] = done.stderr
+        found[f"{command}-code"] = done.returncode
     return found
 
 
@@ -173,3 +174,31 @@ def test_in_either_mode_the_only_leaks_are_seeded_generators_shown_as_they_chang
         assert all(before != after for before, after in _CHANGE.findall(f["message"])), f
     (package,) = run["packages"]
     assert package["random_draws"] >= 50
+
+
+@pytest.fixture(scope="module")
+def plain_pytest(mlx_lm: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The suite as its own runner runs it: `python -m pytest -n 2` from the package's directory, observed."""
+    from tests.runners.test_own_configuration import observe
+
+    return observe(Path(mlx_lm["repo"]), tmp_path_factory.mktemp("plain"), "-n", "2", env=mlx_lm["env"])
+
+
+@pytest.mark.parametrize("mode", ["mlx_lm", "mlx_lm_restored"])
+def test_the_first_pass_is_plain_pytests_run_test_for_test_and_red_when_it_is_red(
+    mode: str, plain_pytest: dict[str, Any], request: pytest.FixtureRequest
+) -> None:
+    from tests.runners.test_own_configuration import first_pass
+
+    found = request.getfixturevalue(mode)
+    (package,) = found["test"]["packages"]
+    ours = first_pass(Path(package["results"]))
+    theirs: dict[str, str] = plain_pytest["tests"]
+    assert ours.keys() == theirs.keys()
+    differ = {t: (ours[t], theirs[t]) for t in ours if ours[t] != theirs[t]}
+    assert not differ, differ
+    assert package["rootdir"] == "." and package["inifile"] == (
+        None if plain_pytest["inifile"] == "None" else Path(plain_pytest["inifile"]).name
+    )
+    # Red exactly when pytest is.
+    assert (found["test-code"] != 0) == (plain_pytest["status"] != 0)

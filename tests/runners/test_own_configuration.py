@@ -15,6 +15,7 @@ import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,6 +51,8 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    if hasattr(session.config, "workerinput"):  # an xdist worker: the controller saw every report
+        return
     with open(os.environ["OBSERVED"], "w") as f:
         json.dump({"tests": _seen, "status": int(exitstatus), "inifile": str(session.config.inipath)}, f)
 """
@@ -193,21 +196,25 @@ def build(root: Path, layout: Layout) -> Path:
     return pkg
 
 
-def plain_pytest(pkg: Path, tmp: Path) -> dict[str, object]:
-    """`cd PACKAGE && python -m pytest`, as its CI runs it, with the observer writing down what ran."""
+def observe(pkg: Path, tmp: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """`cd PACKAGE && python -m pytest ARGS`, as its CI runs it, with the observer writing down what ran."""
     (tmp / "observer").mkdir()
     (tmp / "observer" / "promote_observer.py").write_text(OBSERVER)
     observed = tmp / "observed.json"
-    env = {**os.environ, "OBSERVED": str(observed), "PYTHONPATH": str(tmp / "observer")}
+    env = {**(env or os.environ), "OBSERVED": str(observed), "PYTHONPATH": str(tmp / "observer")}
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "promote_observer"],
+        [sys.executable, "-m", "pytest", "-p", "promote_observer", *args],
         cwd=pkg,
         env=env,
         capture_output=True,
         check=False,
     )
-    data: dict[str, object] = json.loads(observed.read_text())
+    data: dict[str, Any] = json.loads(observed.read_text())
     return data
+
+
+def plain_pytest(pkg: Path, tmp: Path) -> dict[str, Any]:
+    return observe(pkg, tmp)
 
 
 def first_pass(results: Path) -> dict[str, str]:
@@ -266,7 +273,7 @@ def test_a_module_that_cannot_be_imported_does_not_stop_the_others_where_plain_p
     code, data = run_json(root, "test")
     (package,) = data["packages"]
     ours = first_pass(Path(package["results"]))
-    assert plain["status"] == 2 and not any(o == "passed" for o in plain["tests"].values())  # type: ignore[union-attr]
+    assert plain["status"] == 2 and not any(o == "passed" for o in plain["tests"].values())
     assert ours["tests/test_broken.py"] == "error"
     assert ours["tests/test_a.py::test_ok"] == "passed"
     assert code == 1
