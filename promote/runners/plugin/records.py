@@ -104,6 +104,8 @@ class LeakRecord:
     changes: tuple[tuple[str, str, str], ...]  # (what, before, after)
     restored: tuple[str, ...] = ()  # the probes put back before the next test
     unrestored: tuple[str, ...] = ()  # the probes that could not be put back (and why)
+    # Per change, the resource (the probe's name) and the kind of change ("set", "seed call"): for grouping.
+    kinds: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,13 +113,15 @@ class LeakRecord:
             "changes": [list(c) for c in self.changes],
             "restored": list(self.restored),
             "unrestored": list(self.unrestored),
+            "kinds": [list(k) for k in self.kinds],
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> LeakRecord:
         """Parse one entry of `leaks`."""
         changes = tuple((str(k), str(b), str(a)) for k, b, a in d["changes"])
-        return cls(str(d["test"]), changes, tuple(d.get("restored", ())), tuple(d.get("unrestored", ())))
+        kinds = tuple((str(r), str(k)) for r, k in d.get("kinds", ()))
+        return cls(str(d["test"]), changes, tuple(d.get("restored", ())), tuple(d.get("unrestored", ())), kinds)
 
 
 @dataclass(frozen=True)
