@@ -5,7 +5,7 @@ still makes every later draw depend on this test), so the call is what is record
 while the plugin runs, the module's seeding functions (`seed`, and `set_state` / `setstate`) are
 replaced by wrappers that count each call and keep the generator's state from just before the first
 call after a snapshot (one `get_state` per seeding call, none per test). A snapshot is the count
-alone: a few hundred nanoseconds a test, where `np.random.get_state()` copies 2.5 kB every time.
+alone (an int): well under a microsecond a test, where `np.random.get_state()` copies 2.5 kB every time.
 Drawing numbers is ordinary use and no change. `uninstall()` puts the originals back.
 
 Not seen: a seeding function bound before the wrapper was installed (`from numpy.random import
@@ -29,24 +29,6 @@ from promote.runners.plugin.probes import Change, Probe
 _RUNNER_MODULES = ("pytest_randomly",)
 # States kept for restores at most (one per seeding call since the oldest live snapshot).
 _MAX_SAVED = 64
-
-
-class SeedSnapshot:
-    """How many seeding calls (of each kind) a generator had seen when this was taken."""
-
-    __slots__ = ("calls",)
-
-    def __init__(self, calls: int) -> None:
-        self.calls = calls
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SeedSnapshot) and other.calls == self.calls
-
-    def __hash__(self) -> int:
-        return self.calls
-
-    def __repr__(self) -> str:
-        return f"{self.calls} seeding call(s)"
 
 
 class SeedTracker:
@@ -83,25 +65,25 @@ class SeedTracker:
 
         return wrapper
 
-    def snapshot(self) -> SeedSnapshot:
-        return SeedSnapshot(len(self.calls))
+    def snapshot(self) -> int:
+        return len(self.calls)
 
-    def changes(self, before: SeedSnapshot, after: SeedSnapshot) -> list[Change]:
+    def changes(self, before: int, after: int) -> list[Change]:
         """One change per kind of call made between the snapshots (`name (seed call)`, `name (set)`)."""
-        made = self.calls[before.calls : after.calls]
+        made = self.calls[before:after]
         out = []
         for kind in dict.fromkeys(k for _, k in made):
             called = ", ".join(dict.fromkeys(fn for fn, k in made if k == kind))
             out.append(Change(f"{self.name} ({kind})", "not called", f"{called} called", kind))
         return out
 
-    def restore(self, before: SeedSnapshot) -> None:
+    def restore(self, before: int) -> None:
         """Put back the state from just before the first seeding call after `before`."""
-        state = self.saved.get(before.calls)
+        state = self.saved.get(before)
         if state is None:
-            raise RuntimeError(f"the state before call {before.calls + 1} was not kept")
+            raise RuntimeError(f"the state before call {before + 1} was not kept")
         self.set(state)
-        for index in [i for i in self.saved if i <= before.calls]:
+        for index in [i for i in self.saved if i <= before]:
             del self.saved[index]
 
     def probe(self) -> Probe:
@@ -139,14 +121,14 @@ class NumpyRandom:
                 self.tracker = SeedTracker(self.name, random, kinds, "get_state", "set_state")
         return self.tracker
 
-    def snapshot(self) -> SeedSnapshot:
+    def snapshot(self) -> int:
         tracker = self._ready()
-        return tracker.snapshot() if tracker is not None else SeedSnapshot(0)
+        return tracker.snapshot() if tracker is not None else 0
 
-    def changes(self, before: SeedSnapshot, after: SeedSnapshot) -> list[Change]:
+    def changes(self, before: int, after: int) -> list[Change]:
         return self.tracker.changes(before, after) if self.tracker is not None else []
 
-    def restore(self, before: SeedSnapshot) -> None:
+    def restore(self, before: int) -> None:
         if self.tracker is not None:
             self.tracker.restore(before)
 
