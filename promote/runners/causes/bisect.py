@@ -168,9 +168,29 @@ def _fast_halving(oracle: Oracle, candidates: list[str]) -> list[str]:
     return candidates
 
 
-def _reproduces(oracle: Oracle, polluters: Sequence[str]) -> bool:
-    """Whether the victim fails after `polluters` on every one of REPEATS runs, and alone on none."""
-    return oracle.repeat(polluters) and _passes_alone(oracle)
+def _reproduces(oracle: Oracle, polluters: Sequence[str], prefix: Sequence[str]) -> bool:
+    """Whether the victim fails after `polluters` on every one of REPEATS runs, and alone on none.
+
+    Then a control: the victim after the test next to the first polluter, REPEATS times. A control
+    that both fails and passes (`Noisy`) shows a failure after whatever ran before it, the mark of a
+    race; one that always passes or always fails (another polluter) leaves the polluters as found.
+    """
+    if not (oracle.repeat(polluters) and _passes_alone(oracle)):
+        return False
+    control = _neighbour(polluters, prefix)
+    while control is not None and len(oracle.results.get((control,), [])) < REPEATS:
+        oracle.fails_fresh([control])
+    return True
+
+
+def _neighbour(polluters: Sequence[str], prefix: Sequence[str]) -> str | None:
+    """The test nearest before the first polluter that is none of them (else nearest after), if any."""
+    others = [t for t in prefix if t not in polluters]
+    if not others:
+        return None
+    first = list(prefix).index(polluters[0])
+    before = [t for t in prefix[:first] if t not in polluters]
+    return before[-1] if before else others[0]
 
 
 def _passes_alone(oracle: Oracle) -> bool:
@@ -197,7 +217,9 @@ def classify(
         return Verdict(victim, kind, tuple(polluters), oracle.used, detail)
 
     def confirmed(polluters: Sequence[str]) -> Verdict:
-        return verdict(ORDER_DEPENDENT, polluters, f"{oracle.counts(polluters)}, {oracle.counts([])}")
+        control = _neighbour(polluters, prefix)
+        shown = f", {oracle.counts([control])}" if control is not None else ""
+        return verdict(ORDER_DEPENDENT, polluters, f"{oracle.counts(polluters)}, {oracle.counts([])}{shown}")
 
     try:
         # step 1: alone. Failing in the run and again alone, with nothing before it, is a genuine failure:
@@ -210,14 +232,14 @@ def classify(
             return verdict(NOT_REPRODUCED, detail="passes alone and after the tests that ran before it")
         # step 2: one rerun per halving, as if one test pollutes; then see it happen afresh, REPEATS times.
         suspect = _fast_halving(oracle, list(prefix))
-        if _reproduces(oracle, suspect):
+        if _reproduces(oracle, suspect, prefix):
             return confirmed(suspect)
         # step 3: no single polluter reproduced: does the whole prefix still do it? then ddmin.
         if not oracle.fails_fresh(list(prefix)):
             counts = f"{oracle.counts(list(prefix))}, {oracle.counts([])}"
             return verdict(FLAKY, detail=f"failed in the run; passes alone and after the same tests ({counts})")
         found = _in_order(_minimize(oracle, list(prefix), [], order), order)
-        if _reproduces(oracle, found):
+        if _reproduces(oracle, found, prefix):
             return confirmed(found)
         counts = f"{oracle.counts(found)}, {oracle.counts([])}"
         return verdict(FLAKY, detail=f"the failure did not reproduce consistently ({counts})")
