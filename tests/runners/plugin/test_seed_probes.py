@@ -116,3 +116,32 @@ def test_a_restored_seed_puts_back_the_generator_the_test_found(pytester: pytest
     rec = record(pytester, "-p", "no:randomly", "--promote-leaks", "restore", subprocess=True)
 
     rec.run.assert_outcomes(passed=3)
+
+
+def test_an_mlx_part_this_mlx_lacks_is_said_once_and_the_other_probes_still_run(pytester: pytest.Pytester) -> None:
+    # An MLX with set_printoptions but no getter, and no get_memory_limit (as 0.32.2): made so in the
+    # tested process itself, before the plugin looks.
+    pytester.makeconftest("import mlx.core as mx\n\ndel mx.get_printoptions\ndel mx.get_memory_limit\n")
+    pytester.makepyfile(
+        test_parts="""
+        import mlx.core as mx
+
+        def test_a_sets_print_options():
+            mx.set_printoptions(precision=3)
+
+        def test_b_limits_memory():
+            mx.set_memory_limit(1 << 30)
+
+        def test_c_disables_compile():
+            mx.disable_compile()
+        """
+    )
+
+    rec = record(pytester, "-p", "no:randomly", subprocess=True)
+
+    rec.run.assert_outcomes(passed=3)
+    [said] = [f for f in rec.findings("leaked-state") if f.subject == "mlx"]
+    assert (said.severity, said.message) == ("info", f"mlx {mx.__version__}: print options not probed")
+    leaks = {f.subject: f.message for f in rec.findings("leaked-state") if f.subject != "mlx"}
+    assert sorted(leaks) == ["test_parts.py::test_b_limits_memory", "test_parts.py::test_c_disables_compile"]
+    assert "mlx.memory[memory_limit]" in leaks["test_parts.py::test_b_limits_memory"]
