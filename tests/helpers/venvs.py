@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -20,6 +21,14 @@ def mlx_venv(version: str, base: Path) -> Path:
     Fails (saying what pip said) when the index has no such wheel for this platform.
     """
     root = Path(os.environ.get(CACHE_ENV) or base) / f"mlx-{version}"
+    root.parent.mkdir(parents=True, exist_ok=True)
+    # Test workers (xdist) may ask for the same venv at once: one builds it, the others wait for it.
+    with open(root.parent / f".mlx-{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build(version, root)
+
+
+def _build(version: str, root: Path) -> Path:
     python = root / "bin" / "python"
     ready = root / ".ready"
     if ready.is_file():

@@ -41,7 +41,8 @@ MLX_TESTS = """
 @pytest.fixture(scope="module", params=["0.32.2", "0.26.5"])
 def old_mlx(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     version = str(request.param)
-    return version, mlx_venv(version, tmp_path_factory.getbasetemp())
+    # Beside the workers' own temporary directories: one venv per version for the whole session.
+    return version, mlx_venv(version, tmp_path_factory.getbasetemp().parent)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
