@@ -145,6 +145,27 @@ def test_a_race_failing_every_other_time_after_any_test_is_flaky_with_counts_nev
         assert verdict["reruns"] <= math.ceil(math.log2(40)) + 2
 
 
+def test_a_victim_blamed_on_a_different_polluter_than_in_an_earlier_run_is_flaky(tmp_path: Path) -> None:
+    mode = tmp_path / "which-test-pollutes"
+    pollutes = f"if open({str(mode)!r}).read() == '{{}}': polluted.STATE['x'] = 1"
+    polluters = {3: pollutes.format("a"), 7: pollutes.format("b")}
+    write_package(tmp_path, "pkg", suite(polluters, {12: "assert polluted.STATE.get('x') is None"}, n=20))
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    mode.write_text("a")
+    _, first = promote_test(tmp_path)
+    mode.write_text("b")
+    code, second = promote_test(tmp_path)
+
+    assert [(f["check"], f["cause"]) for f in first["findings"]] == [("order-dependent", node_id(3))]
+    assert code == 1
+    [flaky] = [f for f in second["findings"] if f["subject"] == node_id(12)]
+    assert (flaky["check"], flaky["severity"]) == ("flaky", "warning")
+    blamed = f"blamed on {node_id(7)} in this run, on {node_id(3)} in run {first['run']}"
+    assert flaky["message"] == f"flaky: {blamed}: a different polluter each run"
+    assert [v["verdict"] for v in second["packages"][0]["reruns"]] == ["flaky"]
+
+
 def test_budget_cut_short_is_undecided(tmp_path: Path) -> None:
     write_package(
         tmp_path,
