@@ -92,7 +92,7 @@ class LeakWatch:
             (c.key, show(c.key, c.before), show(c.key, c.after)) for changes in changed.values() for c in changes
         )
         kinds = tuple((name, c.kind) for name, changes in changed.items() for c in changes)
-        return LeakRecord(nodeid, shown, tuple(restored), tuple(failed), kinds)
+        return LeakRecord(nodeid, shown, tuple(restored), tuple(failed), kinds=kinds)
 
     def _ordinary(
         self, before: dict[str, object], after: dict[str, object], changed: dict[str, list[Change]]

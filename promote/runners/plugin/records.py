@@ -121,7 +121,8 @@ class LeakRecord:
         """Parse one entry of `leaks`."""
         changes = tuple((str(k), str(b), str(a)) for k, b, a in d["changes"])
         kinds = tuple((str(r), str(k)) for r, k in d.get("kinds", ()))
-        return cls(str(d["test"]), changes, tuple(d.get("restored", ())), tuple(d.get("unrestored", ())), kinds)
+        restored, unrestored = tuple(d.get("restored", ())), tuple(d.get("unrestored", ()))
+        return cls(str(d["test"]), changes, restored, unrestored, kinds=kinds)
 
 
 @dataclass(frozen=True)
