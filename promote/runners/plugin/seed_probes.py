@@ -6,7 +6,8 @@ while the plugin runs, the module's seeding functions (`seed`, and `set_state` /
 replaced by wrappers that count each call and keep the generator's state from just before the first
 call after a snapshot (one `get_state` per seeding call, none per test). A snapshot is the count
 alone (an int): well under a microsecond a test, where `np.random.get_state()` copies 2.5 kB every time.
-Drawing numbers is ordinary use and no change. `uninstall()` puts the originals back.
+Drawing numbers is ordinary use and no change, and so is a test whose last call set the state back
+to what it was before its first (saved, seeded, set back). `uninstall()` puts the originals back.
 
 Not seen: a seeding function bound before the wrapper was installed (`from numpy.random import
 seed` in a module imported before numpy was first seen, `random._inst.seed`), and calls that
@@ -18,6 +19,7 @@ numpy 2 loads on first use, once numpy is there).
 from __future__ import annotations
 
 import functools
+import pickle
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -71,11 +73,23 @@ class SeedTracker:
     def changes(self, before: int, after: int) -> list[Change]:
         """One change per kind of call made between the snapshots (`name (seed call)`, `name (set)`)."""
         made = self.calls[before:after]
+        if made and made[-1][1] == "set" and self._put_back(before):
+            # Saved, seeded, then set back as it was (hypothesis does it around every example): no leak.
+            return []
         out = []
         for kind in dict.fromkeys(k for _, k in made):
             called = ", ".join(dict.fromkeys(fn for fn, k in made if k == kind))
             out.append(Change(f"{self.name} ({kind})", "not called", f"{called} called", kind))
         return out
+
+    def _put_back(self, before: int) -> bool:
+        """Whether the state now is the one from before the first call after `before` (asked only after calls)."""
+        if before not in self.saved:
+            return False
+        try:
+            return pickle.dumps(self.get()) == pickle.dumps(self.saved[before])
+        except Exception:
+            return False
 
     def restore(self, before: int) -> None:
         """Put back the state from just before the first seeding call after `before`."""

@@ -39,6 +39,14 @@ SUITE = """
     def test_f_seeds_python():
         random.seed(0)
 
+    def test_f2_seeds_and_sets_the_state_back():
+        saved, saved_np = random.getstate(), np.random.get_state()
+        random.seed(5)
+        np.random.seed(5)
+        random.random()
+        random.setstate(saved)
+        np.random.set_state(saved_np)
+
     def test_g_only_draws():
         np.random.rand()
         random.random()
