@@ -55,6 +55,23 @@ def oldest(session: nox.Session) -> None:
     session.run("pytest", "-n", "auto", *session.posargs)
 
 
+# The MLX releases the plugin's tests run against: the oldest `mlx[cpu]` on the package index (the lower
+# bound pyproject.toml declares, `pip index versions mlx-cpu`) and the newest. Between them, 0.32.2 is the
+# last release without `mx.get_memory_limit`; tests/runners/test_mlx_range.py runs it in its own venv.
+MLX_RANGE = ("0.26.5", "latest")
+
+
+@nox.session
+@nox.parametrize("mlx", MLX_RANGE)
+def mlx_range(session: nox.Session, mlx: str) -> None:
+    """Run the plugin's tests against the oldest and the newest `mlx[cpu]` on the index."""
+    session.install("-e", ".[dev]")
+    session.install("--upgrade", "mlx[cpu]" if mlx == "latest" else f"mlx[cpu]=={mlx}")
+    session.run("python", "-c", "import mlx.core as mx; print('mlx', mx.__version__)")
+    default = ["tests/runners/plugin", "tests/runners/test_mlx_range.py", "tests/runners/test_leak_modes.py"]
+    session.run("pytest", "-n", "2", "-p", "no:randomly", *(session.posargs or default))
+
+
 @nox.session
 def interpreters(session: nox.Session) -> None:
     """Run the plugin in every interpreter a tested package may have (Python 3.9 to 3.13), each one required."""

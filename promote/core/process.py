@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import select
 import selectors
 import signal
@@ -51,6 +52,25 @@ def telling_line(
     if not lines:
         return ""
     return (lines[0] if first else lines[-1])[:TELLING_MAX]
+
+
+# An exception line pytest prints after INTERNALERROR> (xdist quotes a worker's after "E   ").
+_INTERNAL = re.compile(r"^INTERNALERROR>\s+(?:E\s+)?(?P<line>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Warning)\b.*)$")
+# xdist's own lines around a worker's internal error: the controller's symptom, never the cause.
+_XDIST_SYMPTOMS = ("AssertionError: Traceback", "RuntimeError: Unexpectedly no active workers available")
+
+
+def internal_error(text: str) -> str:
+    """The cause of a pytest INTERNALERROR in `text` ("" when there is none): the first exception's line.
+
+    Under xdist a worker's error comes first, quoted by the controller, and the controller's own
+    "Unexpectedly no active workers available" after it: that one is the symptom, with any number of workers.
+    """
+    for raw in text.splitlines():
+        found = _INTERNAL.match(raw.strip())
+        if found is not None and not found["line"].startswith(_XDIST_SYMPTOMS):
+            return found["line"].strip()[:TELLING_MAX]
+    return ""
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 
 from promote.config import Config
@@ -73,3 +74,48 @@ def record_interrupted_run(config: Config, run_id: str, started: str, command: s
         )
     finally:
         history.close()
+
+
+# How many earlier runs a victim's polluters are compared over (the history window's default).
+BLAME_WINDOW = 30
+
+
+def blamed_elsewhere(config: Config, run: RunResult) -> RunResult:
+    """`run`, with each `order-dependent` finding whose victim earlier runs blamed on other polluters made `flaky`.
+
+    A real order dependence has the same polluter whenever it shows; a victim pinned on a different test
+    in each run fails after whatever ran before it, which is a race, not a cause.
+    """
+    victims = {f.subject for f in run.findings if f.check == "order-dependent"}
+    if not victims:
+        return run
+    history = History(state.state_dir(config.root))
+    try:
+        earlier: dict[str, list[tuple[str, str]]] = {}
+        for run_id in history.run_ids(BLAME_WINDOW):
+            for f in history.get(run_id).findings:
+                if f.check == "order-dependent" and f.subject in victims and f.cause:
+                    earlier.setdefault(f.subject, []).append((run_id, f.cause))
+    finally:
+        history.close()
+    packages = []
+    for p in run.packages:
+        findings = tuple(
+            _unblamed(f, earlier.get(f.subject, [])) if f.check == "order-dependent" else f for f in p.findings
+        )
+        changed = {f.subject for f, g in zip(p.findings, findings, strict=True) if f is not g}
+        verdicts = tuple(replace(v, kind="flaky", polluters=()) if v.test in changed else v for v in p.verdicts)
+        packages.append(replace(p, findings=findings, verdicts=verdicts))
+    return replace(run, packages=tuple(packages))
+
+
+def _unblamed(finding: Finding, earlier: list[tuple[str, str]]) -> Finding:
+    others = [(run_id, cause) for run_id, cause in earlier if cause != finding.cause]
+    if not others:
+        return finding
+    run_id, cause = others[0]
+    message = (
+        f"flaky: blamed on {finding.cause} in this run, on {cause} in run {run_id}"
+        f"{f' and on {len(others) - 1} more elsewhere' if len(others) > 1 else ''}: a different polluter each run"
+    )
+    return Finding("flaky", "warning", finding.subject, message, location=finding.location)

@@ -23,11 +23,12 @@ SHOWN_VALUES = 3  # values a group shows per changed key where its tests left di
 # What a group has in common: the state each change touched (the resource and the way it was changed, as the
 # probe names it) and what was done about it. Not the value left behind: fifteen tests that each seed the
 # generator with another number are one mistake, fixed once.
-Signature = tuple[tuple[str, ...], str, str]
+Signature = tuple[tuple[str, ...], tuple[str, ...], str, str]
 
 
 def signature(leak: LeakRecord) -> Signature:
-    return tuple(key for key, _, _ in leak.changes), what_was_done(leak), leak.phase
+    kinds = tuple(kind for _, kind in leak.kinds)
+    return tuple(key for key, _, _ in leak.changes), kinds, what_was_done(leak), leak.phase
 
 
 def group(result: PackageResult, *, remote: bool = False) -> PackageResult:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from promote.core.findings import Finding, Location, Rootdir
-from promote.core.process import telling_line
+from promote.core.process import internal_error, telling_line
 from promote.core.vocab import COUNT_KEYS, is_red
 from promote.runners.collection import collection_errors_of, uncollected
 from promote.runners.configuration import Configuration, chosen, locate, rebased
@@ -242,6 +242,9 @@ def process_finding(name: str, done: ProcessOutcome, ran_tests: bool, failures: 
 def log_complaint(log: Path) -> str:
     """The line of a pytest log that says what went wrong: the last exception or error it printed."""
     text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    internal = internal_error(text)
+    if internal:
+        return f"INTERNALERROR {internal}"
     # Not its traceback frames: an interpreter without pytest says only "No module named pytest".
     return telling_line(text, starts=("E ", "ERROR", "error:"), contains=("Error",)) or "no output"
 

@@ -40,7 +40,7 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
     from promote.cli.run_report import run_report
     from promote.config import load_config
     from promote.core.state import new_run_id
-    from promote.evidence.store import head_commit, record_interrupted_run, record_test_run
+    from promote.evidence.store import blamed_elsewhere, head_commit, record_interrupted_run, record_test_run
     from promote.runners.suite import run_tests
 
     progress = LiveProgress(live=sys.stderr.isatty())
@@ -63,6 +63,7 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
             record_interrupted_run(config, run_id, started, command_line(), commit)
             raise
     progress.close()
+    result = blamed_elsewhere(config, result)
     record_test_run(config, result, command_line(), commit)
     write_junitxml(result)
     emit(result.to_json(), run_report(result), as_json=as_json)

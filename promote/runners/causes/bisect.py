@@ -29,29 +29,74 @@ class Hung(CannotTell):
     """The test ran past its timeout when run alone: it hangs (or is too slow) by itself."""
 
 
+# How many times a selection must fail (and the victim alone pass) before a polluter is named.
+REPEATS = 3
+
+
+class Noisy(Exception):
+    """One selection both failed and passed: the failure is flaky, whatever the order."""
+
+    def __init__(self, selection: tuple[str, ...], results: list[bool]) -> None:
+        super().__init__(selection)
+        self.selection, self.results = selection, tuple(results)
+
+
 class Oracle:
-    """Counts and caches reruns, and stops at the budget."""
+    """Counts and caches reruns, keeps every result per selection, and stops at the budget.
+
+    A selection seen both failing and passing raises `Noisy` at once: the reruns are for causes, not for
+    chasing noise.
+    """
 
     def __init__(self, victim: str, run: Callable[[Sequence[str]], bool], budget: int) -> None:
         self.victim = victim
         self._run = run
         self.budget = budget
         self.used = 0
-        self._seen: dict[tuple[str, ...], bool] = {}
+        self.results: dict[tuple[str, ...], list[bool]] = {}
 
     def fails(self, prefix: Sequence[str]) -> bool:
         key = tuple(prefix)
-        if key not in self._seen:
-            if self.used >= self.budget:
-                raise BudgetExhausted
-            self.used += 1
-            self._seen[key] = self._run(key)
-        return self._seen[key]
+        if key not in self.results:
+            return self.fails_fresh(key)
+        return self.results[key][0]
 
     def fails_fresh(self, prefix: Sequence[str]) -> bool:
         """A rerun that is not answered from the cache (to tell flaky from stable)."""
-        self._seen.pop(tuple(prefix), None)
-        return self.fails(prefix)
+        if self.used >= self.budget:
+            raise BudgetExhausted
+        self.used += 1
+        key = tuple(prefix)
+        failed = self._run(key)
+        self.note(key, failed)
+        return failed
+
+    def note(self, prefix: Sequence[str], failed: bool) -> None:
+        """Record a rerun's result: a selection seen both failing and passing raises `Noisy`."""
+        seen = self.results.setdefault(tuple(prefix), [])
+        seen.append(failed)
+        if len(set(seen)) > 1:
+            raise Noisy(tuple(prefix), seen)
+
+    def repeat(self, prefix: Sequence[str], times: int = REPEATS) -> bool:
+        """Whether `prefix` failed on each of `times` runs (those already made count); stops at the first pass."""
+        key = tuple(prefix)
+        while len(self.results.get(key, [])) < times:
+            if not self.fails_fresh(key):
+                return False
+        return all(self.results[key])
+
+    def counts(self, prefix: Sequence[str]) -> str:
+        """`k of n after X` (or `alone`) for the results of one selection."""
+        seen = self.results.get(tuple(prefix), [])
+        return f"{sum(seen)} of {len(seen)} {_selection(prefix)}"
+
+
+def _selection(prefix: Sequence[str]) -> str:
+    if not prefix:
+        return "alone"
+    shown = ", ".join(prefix[:3]) + (f" and {len(prefix) - 3} more" if len(prefix) > 3 else "")
+    return f"after {shown}"
 
 
 @dataclass(frozen=True)
@@ -123,19 +168,58 @@ def _fast_halving(oracle: Oracle, candidates: list[str]) -> list[str]:
     return candidates
 
 
+def _reproduces(oracle: Oracle, polluters: Sequence[str], prefix: Sequence[str]) -> bool:
+    """Whether the victim fails after `polluters` on every one of REPEATS runs, and alone on none.
+
+    Then a control: the victim after the test next to the first polluter, REPEATS times. A control
+    that both fails and passes (`Noisy`) shows a failure after whatever ran before it, the mark of a
+    race; one that always passes or always fails (another polluter) leaves the polluters as found.
+    """
+    if not (oracle.repeat(polluters) and _passes_alone(oracle)):
+        return False
+    control = _neighbour(polluters, prefix)
+    while control is not None and len(oracle.results.get((control,), [])) < REPEATS:
+        oracle.fails_fresh([control])
+    return True
+
+
+def _neighbour(polluters: Sequence[str], prefix: Sequence[str]) -> str | None:
+    """The test nearest before the first polluter that is none of them (else nearest after), if any."""
+    others = [t for t in prefix if t not in polluters]
+    if not others:
+        return None
+    first = list(prefix).index(polluters[0])
+    before = [t for t in prefix[:first] if t not in polluters]
+    return before[-1] if before else others[0]
+
+
+def _passes_alone(oracle: Oracle) -> bool:
+    # Alone again until REPEATS runs: a failure among them makes the results mixed, so `Noisy`.
+    while len(oracle.results.get((), [])) < REPEATS:
+        oracle.fails_fresh([])
+    return not any(oracle.results[()])
+
+
 def classify(
     victim: str, prefix: Sequence[str], run: Callable[[Sequence[str]], bool], *, budget: int, observed: bool = True
 ) -> Verdict:
     """Genuine, flaky or order-dependent (with the polluters), from reruns in fresh processes.
 
     `observed` says the victim was seen failing after the whole `prefix` already (in the run
-    being investigated); when it was not, that is rerun first.
+    being investigated); when it was not, that is rerun first. A polluter is named only when the
+    victim failed after it on each of REPEATS runs and passed alone on each of REPEATS; a selection
+    that both failed and passed makes the verdict flaky at once, with the counts seen.
     """
     oracle = Oracle(victim, run, budget)
     order = {t: i for i, t in enumerate(prefix)}
 
     def verdict(kind: RerunVerdict, polluters: Sequence[str] = (), detail: str = "") -> Verdict:
         return Verdict(victim, kind, tuple(polluters), oracle.used, detail)
+
+    def confirmed(polluters: Sequence[str]) -> Verdict:
+        control = _neighbour(polluters, prefix)
+        shown = f", {oracle.counts([control])}" if control is not None else ""
+        return verdict(ORDER_DEPENDENT, polluters, f"{oracle.counts(polluters)}, {oracle.counts([])}{shown}")
 
     try:
         # step 1: alone. Failing in the run and again alone, with nothing before it, is a genuine failure:
@@ -146,17 +230,23 @@ def classify(
             return verdict(FLAKY, detail="failed in the run with no test before it; passes alone")
         if not observed and not oracle.fails(list(prefix)):
             return verdict(NOT_REPRODUCED, detail="passes alone and after the tests that ran before it")
-        # step 2: one rerun per halving, as if one test pollutes; then see it happen afresh.
+        # step 2: one rerun per halving, as if one test pollutes; then see it happen afresh, REPEATS times.
         suspect = _fast_halving(oracle, list(prefix))
-        if oracle.fails_fresh(suspect):
-            return verdict(ORDER_DEPENDENT, suspect)
+        if _reproduces(oracle, suspect, prefix):
+            return confirmed(suspect)
         # step 3: no single polluter reproduced: does the whole prefix still do it? then ddmin.
-        if not oracle.fails(list(prefix)):
-            return verdict(FLAKY, detail="failed in the run; passes alone and after the same tests")
+        if not oracle.fails_fresh(list(prefix)):
+            counts = f"{oracle.counts(list(prefix))}, {oracle.counts([])}"
+            return verdict(FLAKY, detail=f"failed in the run; passes alone and after the same tests ({counts})")
         found = _in_order(_minimize(oracle, list(prefix), [], order), order)
-        if oracle.fails_fresh(found):
-            return verdict(ORDER_DEPENDENT, found)
-        return verdict(FLAKY, detail="the failure did not reproduce consistently")
+        if _reproduces(oracle, found, prefix):
+            return confirmed(found)
+        counts = f"{oracle.counts(found)}, {oracle.counts([])}"
+        return verdict(FLAKY, detail=f"the failure did not reproduce consistently ({counts})")
+    except Noisy as e:
+        # The victim alone, as far as it was rerun, says whether it ever failed with nothing before it.
+        alone = "" if e.selection == () else f", {oracle.counts([])}"
+        return verdict(FLAKY, detail=f"failed {oracle.counts(e.selection)}{alone}")
     except Hung as e:
         # Timing out alone is no less a failure of its own than failing alone: nothing earlier caused it.
         return verdict(GENUINE, detail=str(e))

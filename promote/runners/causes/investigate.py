@@ -90,7 +90,10 @@ def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding], location: Locat
         return Finding("order-dependent", "error", v.test, message, cause=named, location=location)
     if v.kind == bisect.ORDER_DEPENDENT:
         named = ", ".join(v.polluters)
-        message = f"fails only after {named} ran earlier in the same process; passes alone (found in {v.reruns} reruns)"
+        message = (
+            f"fails only after {named} ran earlier in the same process; passes alone ({v.detail}; found in "
+            f"{v.reruns} reruns)"
+        )
         leaked = [f"{f.subject} leaked: {f.message}" for f in leaks if f.subject in v.polluters]
         if leaked:
             message += "; " + "; ".join(leaked)

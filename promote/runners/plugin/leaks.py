@@ -96,7 +96,8 @@ class LeakWatch:
         shown = tuple(
             (c.key, show(c.key, c.before), show(c.key, c.after)) for changes in changed.values() for c in changes
         )
-        return LeakRecord(nodeid, shown, tuple(restored), tuple(failed))
+        kinds = tuple((name, c.kind) for name, changes in changed.items() for c in changes)
+        return LeakRecord(nodeid, shown, tuple(restored), tuple(failed), kinds=kinds)
 
     def _ordinary(
         self, before: dict[str, object], after: dict[str, object], changed: dict[str, list[Change]]
@@ -177,6 +178,9 @@ def what_was_done(leak: LeakRecord) -> str:
 
 
 def _looks_same(change: Change) -> bool:
+    if change.kind != "set":
+        # A call is the change (a seed to the value already there is still a seed), whatever the values show.
+        return False
     try:
         return repr(change.before) == repr(change.after)
     except Exception:

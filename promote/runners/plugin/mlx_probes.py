@@ -1,17 +1,22 @@
-"""Probes for MLX's global state: default device and streams, compile, limits, random state.
+"""Probes for MLX's global state: default device and streams, compile, limits, random state, print options.
 
-MLX 0.32 has no getter for some of it, and reading by behaviour costs per test, so:
+Every MLX function a probe uses is looked up first, never assumed: a part this MLX lacks is left out
+and named once (`MlxProbes.missing`, reported as "mlx 0.32.2: print options not probed"), and the
+other parts still run. MLX has no getter for some of the state, and reading by behaviour costs per
+test, so:
 - compile enabled: read once by behaviour (a tiny `mx.compile`d function counts its traces;
   with compile on, a second call is served from the compile cache and does not trace again),
   then followed by wrapping `mx.enable_compile` / `mx.disable_compile` (~7 us saved per read).
 - cache and wired limits: only `set_*_limit` (which returns the previous value) reads them, and
   a set costs tens of microseconds right after an evaluation. So they are read once, then
   followed by wrapping `set_cache_limit` / `set_wired_limit` (in `mlx.core` and `mlx.core.metal`).
-  The memory limit has a getter and is read each time.
+  The memory limit is read each time through `get_memory_limit` where MLX has it (0.32.3 on), else
+  the same way as the other two.
 - `untracked()` re-reads compile and the limits for real at session end: a change made behind
   the wrappers (a function imported before the plugin loaded, C++ code) is reported, not hidden.
 - random state: see promote/runners/plugin/mlx_random.py. Drawing numbers is ordinary use, restored
   without a finding and counted; seeding, rebinding or replacing the key is a leak.
+- print options: `get_printoptions` (not in 0.26; in 0.32) read each test, put back with `set_printoptions`.
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from promote.runners.plugin.mlx_random import RandomTracker
 from promote.runners.plugin.probes import Probe
+from promote.runners.plugin.seed_probes import PrintOptions
+
+_T = TypeVar("_T")
 
 RANDOM_PROBE = "mlx.random.state"
 
@@ -114,45 +122,114 @@ class _Limit:
         self.value = value
 
 
+class _Getter:
+    """A limit MLX has a getter for: read each time."""
+
+    def __init__(self, get: Callable[[], int], set: Callable[[int], object]) -> None:
+        self.get, self.set = get, set
+
+    @property
+    def value(self) -> int:
+        return int(self.get())
+
+    def observe(self) -> int:
+        return self.value
+
+    def restore(self, value: int) -> None:
+        self.set(value)
+
+
+def _has(mx: ModuleType, dotted: str) -> bool:
+    obj: Any = mx
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return False
+    return True
+
+
 class MlxProbes:
-    """The MLX probes for `mx` (mlx.core); `uninstall()` puts the wrapped functions back."""
+    """The MLX probes for `mx` (mlx.core); `uninstall()` puts the wrapped functions back.
+
+    Each part is feature-detected: one this MLX lacks (or that raises while being set up) is left out
+    and named in `missing` ("memory limit"), so the worker runs on with the probes it has. A part whose
+    setters are all absent too is left out silently: no test can change what this MLX does not have.
+    """
 
     def __init__(self, mx: ModuleType) -> None:
         self.mx = mx
         self.patches = _Patches()
-        self.compile = _Compile(mx, self.patches)
-        devices = [mx.cpu] + ([mx.gpu] if mx.is_available(mx.gpu) else [])
-        self.devices = [(d.name, d) for d in devices]
+        self.missing: list[str] = []
+        compile_api = ("compile", "enable_compile", "disable_compile")
+        self.compile = self._part("compile", compile_api, compile_api[1:], lambda: _Compile(mx, self.patches))
+        device_api = ("cpu", "is_available", "default_device", "set_default_device", "default_stream")
+        devices = self._part("default device and streams", device_api, ("set_default_device",), self._devices)
+        self.devices: list[tuple[str, Any]] = devices or []
         modules = [mx] + ([mx.metal] if hasattr(mx, "metal") else [])
+        self.limits: dict[str, _Getter | _Limit] = {}
         # Guesses for the one real read: the documented defaults (cache = memory limit, wired = 0).
-        memory = int(mx.get_memory_limit())
-        self.limits = {
-            "cache_limit": _Limit(modules, "set_cache_limit", memory, self.patches),
-            "wired_limit": _Limit(modules, "set_wired_limit", 0, self.patches),
-        }
-        self.random = RandomTracker(mx, self.patches.replace)
+        guesses = {"memory_limit": 0, "cache_limit": 0, "wired_limit": 0}
+        for name in guesses:
+            setter = f"set_{name}"
+            make = functools.partial(self._limit, name, modules, guesses)
+            limit = self._part(name.replace("_", " "), (setter,), (setter,), make)
+            if limit is not None:
+                self.limits[name] = limit
+                guesses["cache_limit"] = guesses["cache_limit"] or limit.value
+        random_api = ("random.state", "random.seed", "random.split", "array_equal", "stack")
+        self.random = self._part(
+            "random state", random_api, ("random.seed",), lambda: RandomTracker(mx, self.patches.replace)
+        )
+        print_api = ("get_printoptions", "set_printoptions")
+        self.printing = self._part("print options", print_api, print_api[1:], lambda: PrintOptions(mx))
+
+    def _part(self, what: str, needs: tuple[str, ...], setters: tuple[str, ...], make: Callable[[], _T]) -> _T | None:
+        """`make()`, or None (and `what` noted in `missing`) when MLX lacks one of `needs` or setting it up raises."""
+        if not all(_has(self.mx, name) for name in needs):
+            if any(_has(self.mx, name) for name in setters):
+                self.missing.append(what)
+            return None
+        try:
+            return make()
+        except Exception:
+            self.missing.append(what)
+            return None
+
+    def _devices(self) -> list[tuple[str, Any]]:
+        mx = self.mx
+        devices = [mx.cpu] + ([mx.gpu] if mx.is_available(mx.gpu) else [])
+        return [(d.name, d) for d in devices]
+
+    def _limit(self, name: str, modules: list[ModuleType], guesses: dict[str, int]) -> _Getter | _Limit:
+        getter = getattr(self.mx, f"get_{name}", None)
+        if callable(getter):
+            return _Getter(getter, getattr(self.mx, f"set_{name}"))
+        # No getter in this MLX (get_memory_limit came in 0.32.3): read once by its setter, then followed.
+        return _Limit(modules, f"set_{name}", guesses[name], self.patches)
 
     def probes(self) -> list[Probe]:
-        """Default device, default streams, compile, memory limits, random state."""
+        """Default device, default streams, compile, memory limits, random state, print options: those this MLX has."""
         mx = self.mx
-        return [
-            Probe("mlx.default_device", mx.default_device, mx.set_default_device),
-            Probe("mlx.default_stream", self._streams, self._restore_streams),
-            Probe("mlx.compile_enabled", lambda: self.compile.value, self._restore_compile),
-            Probe("mlx.memory", self._memory, self._restore_memory),
-            Probe(
-                RANDOM_PROBE,
-                self.random.snapshot,
-                self.random.restore,
-                self.random.changes,
-                ordinary=self.random.drew_only,
-            ),
-        ]
+        out = []
+        if self.devices:
+            out.append(Probe("mlx.default_device", mx.default_device, mx.set_default_device))
+            out.append(Probe("mlx.default_stream", self._streams, self._restore_streams))
+        if self.compile is not None:
+            compiled = self.compile
+            out.append(Probe("mlx.compile_enabled", lambda: compiled.value, self._restore_compile))
+        if self.limits:
+            out.append(Probe("mlx.memory", self._memory, self._restore_memory))
+        if self.random is not None:
+            tracker = self.random
+            out.append(Probe(RANDOM_PROBE, tracker.snapshot, tracker.restore, tracker.changes, tracker.drew_only))
+        if self.printing is not None:
+            out.append(self.printing.probe())
+        return out
 
     def untracked(self) -> list[str]:
         """Tracked values that the real state contradicts (changed behind the wrappers' back)."""
         out = []
-        if (actual := self.compile.observe()) != self.compile.value:
+        if self.compile is not None and (actual := self.compile.observe()) != self.compile.value:
             out.append(f"mlx.compile_enabled is {actual}, tracked {self.compile.value}")
         for name, limit in self.limits.items():
             if (value := limit.observe()) != limit.value:
@@ -170,11 +247,9 @@ class MlxProbes:
         (self.mx.enable_compile if enabled else self.mx.disable_compile)()
 
     def _memory(self) -> dict[str, int]:
-        values = {name: limit.value for name, limit in self.limits.items()}
-        return {"memory_limit": int(self.mx.get_memory_limit()), **values}
+        return {name: limit.value for name, limit in self.limits.items()}
 
     def _restore_memory(self, before: dict[str, int]) -> None:
-        self.mx.set_memory_limit(before["memory_limit"])
         for name, limit in self.limits.items():
             limit.restore(before[name])
 

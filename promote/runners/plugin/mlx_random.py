@@ -4,8 +4,10 @@ A draw without an explicit `key=` advances the generator's key `k` to `split(k)[
 KeySequence; `mx.compile(..., inputs=mx.random.state, outputs=mx.random.state)` does the same inside
 the compiled graph). So between two snapshots the key changed by draws alone when the new key is on
 that successor chain. Told apart without MLX work in the usual case:
-- `mx.random.seed` is wrapped: a call bumps a counter. A seed is a leak unless the test seeded back
-  to the key it found (then the key is on the chain again, searched by value a short way).
+- `mx.random.seed` is wrapped: a call bumps a counter and notes the key it replaced. A seed is a leak
+  unless the test seeded back to the key it found from another key (then the key is on the chain again,
+  searched by value a short way); a seed called on the key the test started with is a leak whatever
+  it left, the key already there included.
 - every drawing function of `mx.random` is wrapped to note which key it replaced with which, so the
   key after a test is followed back to the key before it through identity alone.
 - `mx.random.state` rebound to another object is a leak (code that reads the attribute sees it).
@@ -34,10 +36,12 @@ MAX_SEGMENTS = 4096
 class RandomSnapshot:
     """The generator's state object as `mx.random.state` names it, its key, and how many seeds so far."""
 
-    __slots__ = ("key", "seeds", "state")
+    __slots__ = ("key", "seed_from", "seeds", "state")
 
-    def __init__(self, state: Any, key: Any, seeds: int) -> None:
+    def __init__(self, state: Any, key: Any, seeds: int, seed_from: Any = None) -> None:
         self.state, self.key, self.seeds = state, key, seeds
+        # The key that was in place when the last seed so far was called (None: no seed seen).
+        self.seed_from = seed_from
 
     def __eq__(self, other: object) -> bool:
         # Identity only: a draw replaces the key object, so an unchanged key is the same object.
@@ -67,6 +71,7 @@ class RandomTracker:
         # The object MLX's own generator reads and writes, whatever the attribute is later bound to.
         self.state = mx.random.state
         self.seeds = 0
+        self.seed_from: Any = None
         # id(head) -> (head, root): the draws we saw took the key from root to head, one segment per run.
         self.segments: dict[int, tuple[Any, Any]] = {}
         # The key the last snapshot saw: the segments break there.
@@ -80,6 +85,7 @@ class RandomTracker:
         @functools.wraps(original)
         def seed(*args: Any, **kwargs: Any) -> Any:
             self.seeds += 1
+            self.seed_from = self.state[0]
             return original(*args, **kwargs)
 
         return seed
@@ -107,26 +113,30 @@ class RandomTracker:
 
     def snapshot(self) -> RandomSnapshot:
         key = self.mark = self.state[0]
-        return RandomSnapshot(getattr(self.random, "state", None), key, self.seeds)
+        return RandomSnapshot(getattr(self.random, "state", None), key, self.seeds, self.seed_from)
 
     def changes(self, before: RandomSnapshot, after: RandomSnapshot) -> list[Change]:
         """What a test did to the generator, named for the finding (asked only when `drew_only` is False)."""
         name = "mlx.random.state"
         out = []
         if after.state is not before.state:
-            out.append(Change(f"{name} (attribute rebound)", _kind(before.state), _kind(after.state)))
+            out.append(Change(f"{name} (attribute rebound)", _kind(before.state), _kind(after.state), "rebound"))
         if after.seeds != before.seeds:
-            out.append(Change(f"{name} (mx.random.seed)", before, after))
+            out.append(Change(f"{name} (mx.random.seed)", before, after, "seed call"))
         elif after.key is not before.key:
-            out.append(Change(f"{name} (key not from a draw)", before, after))
+            out.append(Change(f"{name} (key not from a draw)", before, after, "set"))
         return out
 
     def drew_only(self, before: RandomSnapshot, after: RandomSnapshot) -> bool:
         """Whether the generator changed only by drawing numbers (ordinary use, restored without a finding).
 
-        A test that seeded and then seeded back to the key it found (a `with seeded(n):` block) drew only.
+        A test that seeded and then seeded back to the key it found (a `with seeded(n):` block) drew only;
+        one whose last seed was called on the very key the test started with moved nothing back, so it
+        leaked the seeding, whatever key it left (the key already there, or one a few draws ahead).
         """
         if after.state is not before.state:
+            return False
+        if after.seeds != before.seeds and after.seed_from is before.key:
             return False
         key = self._follow(after.key, before.key)
         if key is before.key:

@@ -33,11 +33,12 @@ MISSING = Missing()
 
 
 class Change(NamedTuple):
-    """One key whose value differs: `before -> after`."""
+    """One key whose value differs: `before -> after`; `kind` says how ("set", "seed call"), for grouping."""
 
     key: str
     before: object
     after: object
+    kind: str = "set"
 
 
 @dataclass(frozen=True)

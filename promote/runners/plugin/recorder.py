@@ -26,6 +26,7 @@ from promote.runners.plugin.process_probes import process_probes
 from promote.runners.plugin.progress import ProgressLog
 from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, write_results
 from promote.runners.plugin.requirement_rules import excerpt
+from promote.runners.plugin.seed_probes import NumpyRandom, SeedTracker, python_random
 from promote.runners.plugin.streams import StreamTracker
 
 
@@ -97,11 +98,17 @@ class Recorder:
         self.streams = StreamTracker(self.mx, self._whereabouts) if self.mx else None
         self.watch: LeakWatch | None = None
         self.mlx_probes: MlxProbes | None = None
+        self.seeded: list[NumpyRandom | SeedTracker] = []
         if leaks != OFF:
-            probes: list[Probe] = process_probes()
+            self.seeded = [python_random(), NumpyRandom()]
+            probes: list[Probe] = process_probes() + [s.probe() for s in self.seeded]
             if self.mx is not None:
                 self.mlx_probes = MlxProbes(self.mx)
                 probes += self.mlx_probes.probes()
+                if self.mlx_probes.missing:
+                    version = getattr(self.mx, "__version__", "(unknown version)")
+                    message = f"mlx {version}: {', '.join(self.mlx_probes.missing)} not probed"
+                    self.findings.append(Finding("leaked-state", "info", "mlx", message))
             elif why_not is not None:
                 message = f"MLX probes are off: {why_not}; the other probes still run"
                 self.findings.append(Finding("leaked-state", "info", "mlx", message))
@@ -350,6 +357,8 @@ class Recorder:
             self.streams.uninstall()
         if self.mlx_probes is not None:
             self.mlx_probes.uninstall()
+        for seeded in self.seeded:
+            seeded.uninstall()
         self.progress.close()
 
 

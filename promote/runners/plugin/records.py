@@ -107,6 +107,8 @@ class LeakRecord:
     unrestored: tuple[str, ...] = ()  # the probes that could not be put back (and why)
     # "import": `test` is a module that changed the state while pytest imported it to collect it.
     phase: LeakPhase = "test"
+    # Per change, the resource (the probe's name) and the kind of change ("set", "seed call"): for grouping.
+    kinds: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -115,6 +117,7 @@ class LeakRecord:
             "restored": list(self.restored),
             "unrestored": list(self.unrestored),
             "phase": self.phase,
+            "kinds": [list(k) for k in self.kinds],
         }
 
     @classmethod
@@ -122,7 +125,9 @@ class LeakRecord:
         """Parse one entry of `leaks`."""
         changes = tuple((str(k), str(b), str(a)) for k, b, a in d["changes"])
         phase: LeakPhase = IMPORT if d.get("phase") == IMPORT else "test"
-        return cls(str(d["test"]), changes, tuple(d.get("restored", ())), tuple(d.get("unrestored", ())), phase)
+        kinds = tuple((str(r), str(k)) for r, k in d.get("kinds", ()))
+        restored, unrestored = tuple(d.get("restored", ())), tuple(d.get("unrestored", ()))
+        return cls(str(d["test"]), changes, restored, unrestored, phase, kinds)
 
 
 @dataclass(frozen=True)

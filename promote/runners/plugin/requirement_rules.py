@@ -46,6 +46,19 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     # mlx: "[set_default_device] Cannot set gpu device without gpu backend." (and the same for streams)
     Rule(r"without gpu backend|\bNo Metal device\b|\bMetal is not (?:available|supported)\b", "device:metal"),
     Rule(r"(?i)^(?:requires?|needs?)\s+(?:an?\s+)?(?:apple\s+)?(?:metal|apple silicon)\b|\bno metal\b", "device:metal"),
+    # Skips that name a device (docs/stations.md has the table): "Metal only", "No GPU available", "requires CUDA".
+    Rule(
+        r"(?i)\bmetal[\s-]+only\b|\bonly\s+(?:on|with|for)\s+metal\b|\bmetal\s+(?:is\s+)?(?:not\s+|un)available\b",
+        "device:metal",
+    ),
+    Rule(
+        r"(?i)\bcuda[\s-]+only\b|\b(?:requires?|needs?)\s+cuda\b|\bno\s+cuda\b|\bcuda\s+(?:is\s+)?(?:not\s+|un)available\b",
+        "device:cuda",
+    ),
+    Rule(
+        r"(?i)\bgpu[\s-]+only\b|\b(?:requires?|needs?)\s+(?:an?\s+)?gpu\b|\bno\s+gpu\b|\bgpu\s+(?:is\s+)?(?:not\s+|un)available\b",
+        "device:gpu",
+    ),
     Rule(
         r"^(?:[\w.]+\.)?MemoryError\b|\[metal::malloc\]|std::bad_alloc|\bInsufficient Memory\b|OutOfMemory",
         "memory",

@@ -52,9 +52,13 @@ def test_polluter_37_is_named_as_the_cause_of_180_within_ten_reruns(tmp_path: Pa
     assert code == 1
     found = [f for f in report["findings"] if f["check"] == "order-dependent"]
     assert [(f["subject"], f["cause"], f["severity"]) for f in found] == [(node_id(180), node_id(37), "error")]
+    # Named only once it reproduced: after the polluter on each of 3 runs, alone on none of 3.
+    # And not after the test before it, a control: a race fails after any test.
+    shown = f"(3 of 3 after {node_id(37)}, 0 of 3 alone, 0 of 3 after {node_id(36)}; found in "
+    assert shown in found[0]["message"], found[0]["message"]
     [verdict] = report["packages"][0]["reruns"]
     assert verdict["verdict"] == "order-dependent"
-    assert verdict["reruns"] <= math.ceil(math.log2(N)) + 2
+    assert verdict["reruns"] <= math.ceil(math.log2(N)) + 3 * 3
     # Every rerun is a real pytest process with its own directory.
     reruns = list((tmp_path / ".promote" / "runs" / report["run"] / "pkg" / "reruns").glob("rerun-*"))
     assert len(reruns) == verdict["reruns"]
@@ -98,6 +102,70 @@ def test_genuine_failure_and_flaky_test_are_told_apart(tmp_path: Path) -> None:
     assert not any(f["check"] == "order-dependent" for f in report["findings"])
 
 
+RACY_CONFTEST = """
+import pytest
+
+import polluted
+
+
+@pytest.fixture(autouse=True)
+def count_tests_in_this_process():
+    yield
+    polluted.RAN.append(1)
+"""
+
+
+def test_a_race_failing_every_other_time_after_any_test_is_flaky_with_counts_never_order_dependent(
+    tmp_path: Path,
+) -> None:
+    # After any other test in the process, it fails one time in two (a shared counter alternates, so each
+    # run of promote sees the same thing); alone, it always passes.
+    counter = tmp_path / "runs-after-another-test"
+    racy = (
+        f"import pathlib; p = pathlib.Path({str(counter)!r}); n = int(p.read_text()) + 1 if p.exists() else 1; "
+        "p.write_text(str(n)) if polluted.RAN else None; assert not (polluted.RAN and n % 2 == 1)"
+    )
+    files = suite({}, {30: racy}, n=40)
+    files["polluted.py"] = "STATE = {}\nRAN = []\n"
+    files["conftest.py"] = RACY_CONFTEST
+    write_package(tmp_path, "pkg", files)
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    for _ in range(2):
+        code, report = promote_test(tmp_path)
+
+        assert code == 1
+        assert not [f for f in report["findings"] if f["check"] == "order-dependent"]
+        [flaky] = [f for f in report["findings"] if f["check"] == "flaky"]
+        assert flaky["subject"] == node_id(30)
+        # The counts seen, for the selection that both failed and passed.
+        assert "failed 1 of 2 after " in flaky["message"], flaky["message"]
+        [verdict] = report["packages"][0]["reruns"]
+        # It stopped as soon as a selection both failed and passed: the budget is for causes.
+        assert verdict["reruns"] <= math.ceil(math.log2(40)) + 2
+
+
+def test_a_victim_blamed_on_a_different_polluter_than_in_an_earlier_run_is_flaky(tmp_path: Path) -> None:
+    mode = tmp_path / "which-test-pollutes"
+    pollutes = f"if open({str(mode)!r}).read() == '{{}}': polluted.STATE['x'] = 1"
+    polluters = {3: pollutes.format("a"), 7: pollutes.format("b")}
+    write_package(tmp_path, "pkg", suite(polluters, {12: "assert polluted.STATE.get('x') is None"}, n=20))
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    mode.write_text("a")
+    _, first = promote_test(tmp_path)
+    mode.write_text("b")
+    code, second = promote_test(tmp_path)
+
+    assert [(f["check"], f["cause"]) for f in first["findings"]] == [("order-dependent", node_id(3))]
+    assert code == 1
+    [flaky] = [f for f in second["findings"] if f["subject"] == node_id(12)]
+    assert (flaky["check"], flaky["severity"]) == ("flaky", "warning")
+    blamed = f"blamed on {node_id(7)} in this run, on {node_id(3)} in run {first['run']}"
+    assert flaky["message"] == f"flaky: {blamed}: a different polluter each run"
+    assert [v["verdict"] for v in second["packages"][0]["reruns"]] == ["flaky"]
+
+
 def test_budget_cut_short_is_undecided(tmp_path: Path) -> None:
     write_package(
         tmp_path,
@@ -129,8 +197,8 @@ def test_bisect_by_hand_from_collection_order(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     report = json.loads(result.stdout)
     assert (report["verdict"], report["polluters"]) == ("order-dependent", [node_id(37)])
-    # One collection, then: alone, the whole prefix, 8 halvings, a fresh check of the suspect.
-    assert report["invocations"] <= math.ceil(math.log2(N)) + 4
+    # One collection, then: alone, the whole prefix, 8 halvings, then the suspect, alone and a control 3 runs each.
+    assert report["invocations"] <= math.ceil(math.log2(N)) + 3 + 3 * 3
 
 
 def test_a_short_budget_goes_to_the_victims_in_order_whichever_rerun_ends_first(tmp_path: Path) -> None:
