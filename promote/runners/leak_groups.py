@@ -56,6 +56,10 @@ def group(result: PackageResult, *, remote: bool = False) -> PackageResult:
     grouped = []
     for leaks in groups.values():
         first = leaks[0].test
+        # State a module sets when imported is meant for its own tests (a library it imports may set it,
+        # too): worth a finding only when some other test failed because of it.
+        if leaks[0].phase == IMPORT and not any(victims.get(leak.test) for leak in leaks):
+            continue
         grouped.append(replace(_finding(leaks, victims, unknown), location=places.get(first) or result.locate(first)))
     return replace(result, findings=tuple(kept + grouped))
 
