@@ -65,6 +65,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "`requires` marker names something it lacks is skipped, naming what. Read when a test first declares "
         "a requirement (waiting for FILE to appear: promote writes it while pytest starts)",
     )
+    _add_selection_options(group)
+
+
+def _add_selection_options(group: pytest.OptionGroup) -> None:
+    """The options by which promote's runner chooses which collected tests a process runs."""
     group.addoption(
         "--promote-until",
         metavar="TEST_ID",
