@@ -141,6 +141,8 @@ LAYOUTS = [
     Layout("two-workers", workers=2),
     Layout("two-workers-above", at="root", fmt="tox.ini", workers=2),
     Layout("no-configuration", fmt=None),
+    # The package's own workers in addopts: promote's reruns still run (one process, `-n 0`).
+    Layout("xdist-in-addopts", options={**OPTIONS, "addopts": "-n 2 -m 'not slow' --strict-markers"}),
     Layout("only-keyword", options={"addopts": "-k 'not warns and not outside'"}),
     Layout(
         "conftest-above-with-ini-above",
@@ -250,6 +252,8 @@ def test_promote_runs_the_package_as_plain_pytest_from_its_directory_does(tmp_pa
     expected = None if inifile == "None" else Path(str(inifile)).relative_to(root).as_posix()
     assert package["inifile"] == expected
     assert package["rootdir"] is not None
+    # Every red test was judged by its reruns, which ran under the same configuration.
+    assert not [f for f in data["findings"] if f["check"] == "rerun-undecided"], data["findings"]
 
 
 def test_a_filterwarnings_error_in_a_package_below_the_root_is_red_and_says_which_file(tmp_path: Path) -> None:
