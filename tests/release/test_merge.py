@@ -423,3 +423,27 @@ def test_main_in_the_middle_of_a_rebase_in_another_worktree_is_left_alone(fleet:
     assert {fleet.head(m) for m in fleet.mirrors} == {candidate}
     assert git(fleet.work, "rev-parse", "main") == local
     assert f"the worktree {fleet.work}, which has main checked out, is in the middle of a rebase" in result.stdout
+
+
+def test_a_journal_line_of_non_utf8_bytes_is_skipped_by_merge_and_audit(fleet: Fleet) -> None:
+    before = fleet.head("origin")
+    assert before is not None
+    commit(fleet.work, "feature")
+    candidate = git(fleet.work, "rev-parse", "HEAD")
+    journal = fleet.work / ".promote" / "journal.jsonl"
+    journal.parent.mkdir()
+    # A line of bytes that are not UTF-8 (a disk fault, another tool) before the journal's real entries.
+    journal.write_bytes(b'{"op": "merge", "trunk": "\xff\xfe main"}\n')
+
+    merged = run(fleet.work, "merge", "--json")
+
+    assert merged.exit_code == 0, merged.output
+    assert json.loads(merged.stdout)["verdict"] == "merged"
+    assert all(fleet.head(m) == candidate for m in fleet.mirrors)
+    audit = run(fleet.work, "audit", "--json")
+    assert "Traceback" not in audit.output and "UnicodeDecodeError" not in audit.output
+    gate = json.loads(audit.stdout)["gates"]["merged"]
+    assert gate["status"] == "pass", gate
+    assert gate["evidence"][0] == (
+        f"main fast-forwarded `{before[:7]}` to `{candidate[:7]}` on origin, mini, station and laptop, no force"
+    )
