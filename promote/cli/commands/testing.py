@@ -40,6 +40,8 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
     from promote.cli.run_report import run_report
     from promote.config import load_config
     from promote.core.state import new_run_id
+    from promote.core.redact import clean
+    from promote.evidence.history import HistoryError
     from promote.evidence.store import head_commit, record_interrupted_run, record_test_run
     from promote.runners.suite import run_tests
 
@@ -63,7 +65,12 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
             record_interrupted_run(config, run_id, started, command_line(), commit)
             raise
     progress.close()
-    record_test_run(config, result, command_line(), commit)
+    try:
+        record_test_run(config, result, command_line(), commit)
+    except HistoryError as e:
+        # The run happened and its results stand: a history that cannot take it (another process holding the
+        # database, a full disk) is said, and neither the report nor the exit code depends on it.
+        print(f"promote: warning: history not recorded: {clean(str(e))}", file=sys.stderr, flush=True)
     write_junitxml(result)
     emit(result.to_json(), run_report(result), as_json=as_json)
     sys.exit(EXIT_OK if result.green else EXIT_BLOCKED)
