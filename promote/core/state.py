@@ -45,7 +45,10 @@ def private_dir(path: Path) -> Path:
         if not level.is_dir():
             missing.append(level)
     for level in reversed(missing):
-        level.mkdir(mode=0o700, exist_ok=True)
+        try:
+            level.mkdir(mode=0o700, exist_ok=True)
+        except OSError as e:
+            raise StateError(f"cannot make the directory {level}: {e.strerror or e}") from None
     return path
 
 
@@ -61,15 +64,21 @@ def private_file(path: Path, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
 def write_private(path: Path, text: str) -> Path:
     """Write `text` to `path` (replacing what was there), created 0600 in a 0700 directory."""
     private_dir(path.parent)
-    with os.fdopen(private_file(path, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8") as f:
-        f.write(text)
+    try:
+        with os.fdopen(private_file(path, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:  # a full disk: one line naming the file, not a traceback
+        raise StateError(f"cannot write {path}: {e.strerror or e}") from None
     return path
 
 
 def open_private_log(path: Path) -> BinaryIO:
     """`path` opened for writing (truncated), created 0600 in a 0700 directory: a process's log."""
     private_dir(path.parent)
-    return os.fdopen(private_file(path, os.O_WRONLY | os.O_TRUNC), "wb")
+    try:
+        return os.fdopen(private_file(path, os.O_WRONLY | os.O_TRUNC), "wb")
+    except OSError as e:
+        raise StateError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def state_path(root: Path) -> Path:
