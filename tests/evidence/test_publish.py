@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -285,3 +289,35 @@ def test_publish_ignores_an_exported_git_dir_and_commits_into_the_docs_repositor
     assert git(fleet.work, "rev-parse", "main") == product_main
     assert (product_git / "index").read_bytes() == product_index
     assert git(fleet.work, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_sigterm_during_the_docs_pre_commit_hook_leaves_the_docs_repository_as_it_was(tmp_path: Path) -> None:
+    fleet, docs = docs_fleet(tmp_path, gates="pass")
+    started = tmp_path / "hook-started"
+    hook = docs / ".git" / "hooks" / "pre-commit"
+    hook.write_text(f"#!/bin/sh\ntouch {started}\nsleep 30\n")
+    hook.chmod(0o755)
+    before = docs_state(docs)
+
+    audit = subprocess.Popen(
+        [sys.executable, "-m", "promote", "audit", "--publish"], cwd=fleet.work,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not started.exists():
+        assert audit.poll() is None and time.monotonic() < deadline, audit.communicate()
+        time.sleep(0.05)
+    audit.send_signal(signal.SIGTERM)
+    out, err = audit.communicate(timeout=30)
+
+    assert audit.returncode == 130, (out, err)
+    assert "promote: interrupted" in err and "Traceback" not in err
+    time.sleep(0.5)  # a commit left running would land now
+    assert docs_state(docs) == before
+    assert not (docs / "docs" / "evidence").exists()
+    assert not list((docs / ".git").glob("promote-publish.index*"))
+    # The hook gone, the next publish is not wedged by anything the interrupted one left.
+    hook.unlink()
+    again = run(fleet.work, "audit", "--publish")
+    assert again.exit_code == 0, again.output
+    assert "published: committed docs/evidence/latest.md, docs/evidence/index.md" in again.stdout
