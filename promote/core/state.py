@@ -48,7 +48,7 @@ def private_dir(path: Path) -> Path:
         try:
             level.mkdir(mode=0o700, exist_ok=True)
         except OSError as e:
-            raise StateError(f"cannot make the directory {level}: {e.strerror or e}") from None
+            raise StateError(f"cannot use {level} for promote's state: {e.strerror or e}") from None
     return path
 
 
