@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,11 +71,42 @@ def annotate(data: dict[str, Any] | None, fmt: str) -> None:
     sys.stdout.flush()
 
 
-def write_junitxml(result: RunResult) -> None:
-    """With --junitxml PATH: the JUnit XML of every package of the run in one file."""
-    from promote.runners.junit import merge_junit
-
+def _junitxml_path() -> Path | None:
     ctx = click.get_current_context(silent=True)
     path = ctx.meta.get(JUNITXML) if ctx is not None else None
+    return None if path is None else Path(path)
+
+
+def check_junitxml() -> None:
+    """Before the run: a --junitxml PATH that cannot be written is a usage error now, not a traceback later."""
+    from promote.core.errors import UsageError
+
+    path = _junitxml_path()
+    if path is None:
+        return
+    for level in path.parents:
+        if level.exists():
+            if not level.is_dir():
+                raise UsageError(f"--junitxml {path}: {level} is not a directory")
+            break
+    if path.is_dir():
+        raise UsageError(f"--junitxml {path}: is a directory")
+    if path.exists():
+        try:
+            # Opened for writing, not truncated: a file that refuses writing (read-only) says so before the run.
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC))
+        except OSError as e:
+            raise UsageError(f"--junitxml {path}: cannot be written: {e.strerror or e}") from None
+
+
+def write_junitxml(result: RunResult) -> None:
+    """With --junitxml PATH: the JUnit XML of every package of the run in one file; UsageError if it cannot be."""
+    from promote.core.errors import UsageError
+    from promote.runners.junit import merge_junit
+
+    path = _junitxml_path()
     if path is not None:
-        merge_junit([p.out_dir / "junit.xml" for p in result.packages], Path(path))
+        try:
+            merge_junit([p.out_dir / "junit.xml" for p in result.packages], path)
+        except OSError as e:  # a full disk, or /dev/full: only writing finds it
+            raise UsageError(f"--junitxml {path}: cannot be written: {e.strerror or e}") from None

@@ -48,6 +48,22 @@ def _is_repo_name(v: object) -> bool:
     return isinstance(v, str) and v.count("/") == 1 and all(part.strip() for part in v.split("/"))
 
 
+REMOTE_NAME_RULE = (
+    "a name git can use for a remote (no space, control character, ~ ^ : ? * [ \\, `..`, `@{`, leading - or .,"
+    " or .lock) that shows as itself on the page (no | or backtick)"
+)
+# What git's check-ref-format refuses in a remote's name (it becomes refs/promote/mirrors/NAME/...), and what
+# would break out of a table cell or code span on the evidence page.
+_BAD_REMOTE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\|`]|\.\.|@\{|//|^[-/]|/$|^@$")
+
+
+def remote_name_ok(name: str) -> bool:
+    """Whether `name` is a git remote name that promote can fetch into its own refs and show as written."""
+    if not name or _BAD_REMOTE.search(name):
+        return False
+    return all(part and not part.startswith(".") and not part.endswith((".lock", ".")) for part in name.split("/"))
+
+
 def _int_in(low: int, high: int) -> Callable[[object], bool]:
     """An integer in [low, high]: a huge one would reach a thread pool, a range or sqlite as an OverflowError."""
     return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
@@ -149,9 +165,14 @@ class Parser(TableReader):
         if isinstance(value, list):
             if len(set(value)) != len(value):
                 raise self.fail(f"{p}.mirrors", "each remote at most once", value)
+            for name in value:
+                if not remote_name_ok(name):
+                    raise self.fail(f"{p}.mirrors", REMOTE_NAME_RULE, name)
             return tuple(value), ()
         urls = []
         for name, url in value.items():
+            if not remote_name_ok(name):
+                raise self.fail(f"{p}.mirrors.{name}", REMOTE_NAME_RULE, name)
             if not url.strip() or url.startswith("-"):
                 raise self.fail(f"{p}.mirrors.{name}", "a git URL or path (not empty, no leading -)", url)
             urls.append((name, _local_path(self.path.parent, url)))

@@ -14,9 +14,16 @@ TRUNK_NAMES = ("main", "master", "trunk")
 DEPLOYED_NAMES = ("deployed", "production", "prod", "live")
 
 
+def _toml_string(text: str) -> str:
+    """`text` as a TOML basic string that any TOML reader reads back as `text`."""
+    # JSON's escapes are TOML's, except that JSON writes a character beyond the BMP as a surrogate pair
+    # (`\ud83d\ude80`), which TOML forbids: non-ASCII is written as itself (TOML files are UTF-8), and DEL,
+    # which JSON leaves raw and TOML refuses raw, is escaped.
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
 def _toml_list(items: list[str] | tuple[str, ...]) -> str:
-    # JSON string escapes are valid TOML basic strings.
-    return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+    return "[" + ", ".join(_toml_string(i) for i in items) + "]"
 
 
 def starter_text(repo: Repo) -> str:
@@ -27,11 +34,11 @@ def starter_text(repo: Repo) -> str:
     lines = [
         "# promote configuration: see `promote --help`",
         "[promote]",
-        f"trunk = {json.dumps(trunk)}",
+        f"trunk = {_toml_string(trunk)}",
         f"mirrors = {_toml_list(sorted(repo.remotes(), key=lambda r: r != 'origin'))}",
     ]
     lines.append(
-        f"deployed = {json.dumps(deployed)}"
+        f"deployed = {_toml_string(deployed)}"
         if deployed
         else '# deployed = "deployed"   # branch, tag or sha that production serves'
     )

@@ -13,6 +13,21 @@ from promote.core.redact import redact
 
 # Plain, untranslated messages that never wait for a password on a terminal nobody watches.
 _ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANG": "C"}
+# Variables that choose a repository, index or object store other than the one a command names: exported by
+# the caller (or by git, when promote runs in a hook) they would point promote's git at the wrong repository,
+# committing evidence into the product or reading another clone's refs. Every git call names its repository
+# by its directory, so these are dropped (git's own `rev-parse --local-env-vars`, plus the namespace).
+REPOSITORY_VARS = frozenset({
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_QUARANTINE_PATH",
+})  # fmt: skip
+
+
+def git_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """promote's environment for git: the caller's, less what selects a repository, plus `extra` and _ENV."""
+    base = {k: v for k, v in os.environ.items() if k not in REPOSITORY_VARS}
+    return {**base, **(extra or {}), **_ENV}
 
 
 @dataclass(frozen=True)
@@ -63,10 +78,12 @@ def run_git(
 
     `remote` commands (talking to a mirror) also die, with everything they started, when promote dies:
     an orphaned push would otherwise still move the mirror with nobody left to record it.
-    `env` adds variables (e.g. `GIT_INDEX_FILE`) to promote's own environment.
+    `env` adds variables (e.g. `GIT_INDEX_FILE`) to promote's own environment, less the caller's
+    repository-selecting variables (see REPOSITORY_VARS): the repository is always the one at `cwd`.
     """
-    env = {**os.environ, **(env or {}), **_ENV}
-    done = run_bounded(["git", *args], cwd=cwd, timeout=timeout, env=env, die_with_promote=remote, telling=TELLING)
+    done = run_bounded(
+        ["git", *args], cwd=cwd, timeout=timeout, env=git_environment(env), die_with_promote=remote, telling=TELLING
+    )
     if done.status is None:
         return replace(done, stdout="", output=b"", stderr=f"timeout: git {args[0]} did not complete in {timeout:g} s")
     return done

@@ -176,7 +176,13 @@ def run_bounded(
         preexec_fn=preexec,
     ) as proc:
         deadline = None if timeout is None else time.monotonic() + timeout
-        out, err, status = _collect(proc, stdin, deadline)
+        try:
+            out, err, status = _collect(proc, stdin, deadline)
+        except BaseException:
+            # Interrupted (Ctrl-C, SIGTERM): the program and what it started stop with promote, not after it, so
+            # nothing (a commit whose hook was still running, a push) lands once promote has given up on it.
+            _kill_group(proc)
+            raise
     text = out.decode("utf-8", "replace")
     return Finished(shown, status, text, redact(err.decode("utf-8", "replace")), out, telling)
 

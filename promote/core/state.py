@@ -25,36 +25,60 @@ def new_run_id() -> str:
     return now.strftime("%Y%m%dT%H%M%S") + f".{now.microsecond:06d}Z-" + os.urandom(2).hex()
 
 
+def _inside_state(path: Path) -> bool:
+    return STATE_DIR in path.parts
+
+
 def private_dir(path: Path) -> Path:
-    """`path` as a directory, each missing level created 0700: runs and journals may hold secrets."""
+    """`path` as a directory, each missing level created 0700: runs and journals may hold secrets.
+
+    Inside `.promote/`, a level that is a symlink is refused (StateError), never followed: a checkout (a pull
+    request's) can hold one pointing anywhere, and promote would write its state there.
+    """
     # mkdir(parents=True) would give the parents the default mode: create them one by one instead.
     missing = []
     for level in (path, *path.parents):
-        if level.is_dir():
+        if _inside_state(level) and level.is_symlink():
+            raise StateError(f"{level} is a symlink; promote does not follow symlinks in its state directory")
+        if level.is_dir() and not _inside_state(level.parent):
             break
-        missing.append(level)
+        if not level.is_dir():
+            missing.append(level)
     for level in reversed(missing):
-        level.mkdir(mode=0o700, exist_ok=True)
+        try:
+            level.mkdir(mode=0o700, exist_ok=True)
+        except OSError as e:
+            raise StateError(f"cannot use {level} for promote's state: {e.strerror or e}") from None
     return path
 
 
 def private_file(path: Path, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
-    """An open descriptor on `path`, created 0600 if missing; the caller closes it."""
-    return os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    """An open descriptor on `path`, created 0600 if missing; the caller closes it.
+
+    Inside `.promote/`, a symlink at `path` is refused by the kernel (OSError, ELOOP) rather than followed.
+    """
+    nofollow = getattr(os, "O_NOFOLLOW", 0) if _inside_state(path) else 0
+    return os.open(path, flags | os.O_CREAT | os.O_CLOEXEC | nofollow, 0o600)
 
 
 def write_private(path: Path, text: str) -> Path:
     """Write `text` to `path` (replacing what was there), created 0600 in a 0700 directory."""
     private_dir(path.parent)
-    with os.fdopen(private_file(path, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8") as f:
-        f.write(text)
+    try:
+        with os.fdopen(private_file(path, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:  # a full disk: one line naming the file, not a traceback
+        raise StateError(f"cannot write {path}: {e.strerror or e}") from None
     return path
 
 
 def open_private_log(path: Path) -> BinaryIO:
     """`path` opened for writing (truncated), created 0600 in a 0700 directory: a process's log."""
     private_dir(path.parent)
-    return os.fdopen(private_file(path, os.O_WRONLY | os.O_TRUNC), "wb")
+    try:
+        return os.fdopen(private_file(path, os.O_WRONLY | os.O_TRUNC), "wb")
+    except OSError as e:
+        raise StateError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def state_path(root: Path) -> Path:
@@ -65,6 +89,7 @@ def state_path(root: Path) -> Path:
 def state_dir(root: Path) -> Path:
     """`.promote/` under `root`, created 0700 on first use and ignored by git on its own."""
     path = state_path(root)
+    _refuse_tracked(root)
     try:
         private_dir(path)
         ignore = path / ".gitignore"
@@ -76,6 +101,27 @@ def state_dir(root: Path) -> Path:
     except OSError as e:
         raise StateError(f"cannot use {path} for promote's state: {e.strerror or e}") from None
     return path
+
+
+# Roots whose `.promote/` git was asked about once already in this process.
+_UNTRACKED: set[Path] = set()
+
+
+def _refuse_tracked(root: Path) -> None:
+    """StateError when git tracks anything under `.promote/`: committed state (a symlink to a file elsewhere,
+    a forged journal) comes from whoever wrote the commit, and promote must not write through it or trust it."""
+    if root in _UNTRACKED:
+        return
+    from promote.core.git import run_git
+
+    listed = run_git(root, "ls-files", "-z", "--", STATE_DIR)
+    tracked = [p for p in listed.stdout.split("\0") if p] if listed.ok else []
+    if tracked:
+        raise StateError(
+            f"{root / tracked[0]} is tracked by git; {STATE_DIR}/ is promote's own state and must not be "
+            f"committed (`git rm -r --cached {STATE_DIR}`)"
+        )
+    _UNTRACKED.add(root)
 
 
 def runs_dir(root: Path) -> Path:

@@ -73,6 +73,15 @@ MIGRATIONS = (
 BUSY_TIMEOUT_S = 30.0
 
 
+def busy_timeout() -> float:
+    """BUSY_TIMEOUT_S, or PROMOTE_LOCK_WAIT_S when set: the wait for another promote, whatever it holds."""
+    if "PROMOTE_LOCK_WAIT_S" in os.environ:
+        from promote.core.lock import wait_default
+
+        return wait_default()
+    return BUSY_TIMEOUT_S
+
+
 class HistoryError(PromoteError):
     """The history database cannot be read or is newer than this promote."""
 
@@ -133,7 +142,7 @@ def _wal(db: sqlite3.Connection) -> None:
     """Switch to write-ahead logging (readers never wait for a writer), waiting out another promote doing so."""
     # Changing the journal mode needs the database to itself, and SQLite answers "locked" at once rather than
     # calling the busy handler when two connections both try: so it is retried here, within the busy timeout.
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    deadline = time.monotonic() + busy_timeout()
     while True:
         try:
             db.execute("PRAGMA journal_mode=WAL").fetchone()
@@ -168,7 +177,7 @@ class History:
         # isolation_level=None: transactions are begun here, explicitly (BEGIN IMMEDIATE), not by the module.
         # Created 0600 before SQLite opens it (its -wal and -shm files take the same mode): runs may hold secrets.
         os.close(state.private_file(self.path, os.O_RDWR))
-        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        db = sqlite3.connect(self.path, timeout=busy_timeout(), isolation_level=None)
         try:
             self._migrate(db)
             _wal(db)

@@ -130,6 +130,10 @@ def _commit(repo: Repo, files: Mapping[str, str], message: str) -> PublishResult
             raise _Refused(f"git commit in the docs repository {repo.root} was refused ({status}): {done.reason}")
     except (PromoteError, OSError) as e:
         return _taken_back(repo, rels, before, undo, _line(e))
+    except BaseException:
+        # Interrupted (SIGTERM, Ctrl-C), the commit killed with its hook: all or nothing on this way out too.
+        _taken_back(repo, rels, before, undo, "interrupted")
+        raise
     finally:
         index.unlink(missing_ok=True)
     return _read_back(repo, before, after, blobs)
@@ -162,6 +166,9 @@ def _blob_at(repo: Repo, commit: str, rel: str) -> str | None:
 def _stage(repo: Repo, index: Path, before: str | None, blobs: Mapping[str, str]) -> None:
     """The commit's index: HEAD's tree plus the files, in `index`; the repository's own index is not touched."""
     env = {"GIT_INDEX_FILE": str(index)}
+    # Ours alone while the publish lock is held: a lock file left by a publisher killed mid-commit is a leftover
+    # of promote's own, not another git at work, and would refuse every later publish.
+    index.with_name(index.name + ".lock").unlink(missing_ok=True)
     index.unlink(missing_ok=True)
     steps = [
         ("read-tree", before) if before is not None else ("read-tree", "--empty"),

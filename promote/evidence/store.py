@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import replace
 from datetime import datetime, timezone
 
@@ -9,7 +10,7 @@ from promote.config import Config
 from promote.core import state
 from promote.core.findings import Finding
 from promote.core.git import run_git
-from promote.evidence.history import History, StoredRun, TestOutcome
+from promote.evidence.history import History, HistoryError, StoredRun, TestOutcome
 from promote.runners.suite import RunResult
 
 
@@ -35,10 +36,11 @@ def head_commit(config: Config) -> str | None:
 
 
 def record_test_run(config: Config, run: RunResult, command: str, commit: str | None) -> None:
-    """Store `run`, made on `commit` (as `head_commit` read it when the tests started)."""
+    """Store `run`, made on `commit` (as `head_commit` read it when the tests started); HistoryError if it cannot."""
     history = History(state.state_dir(config.root))
     try:
-        history.record(
+        _record(
+            history,
             StoredRun(
                 run_id=run.run_id,
                 kind="test",
@@ -49,10 +51,17 @@ def record_test_run(config: Config, run: RunResult, command: str, commit: str | 
                 stations={p.name: p.station for p in run.packages},
                 tests=outcomes_of(run),
                 findings=run.findings,
-            )
+            ),
         )
     finally:
         history.close()
+
+
+def _record(history: History, run: StoredRun) -> None:
+    try:
+        history.record(run)
+    except sqlite3.Error as e:  # another process holding the database past the wait, a full disk
+        raise HistoryError(f"{history.path}: cannot write the history database: {e}") from None
 
 
 def record_interrupted_run(config: Config, run_id: str, started: str, command: str, commit: str | None) -> None:

@@ -140,13 +140,15 @@ def read(root: Path) -> list[Entry]:
     """Every journal entry, oldest first; a line cut short by a crash, or not an entry, is skipped."""
     path = state_path(root) / JOURNAL
     try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        data = path.read_bytes() if path.exists() else b""
     except OSError as e:
         raise StateError(f"cannot read the journal {path}: {e.strerror or e}") from None
     entries = []
-    for line in text.splitlines():
+    # Decoded line by line: a line of bytes that are not UTF-8 (a disk fault, another tool) is one bad line,
+    # skipped like a line cut short, not the whole journal (UnicodeDecodeError is a ValueError).
+    for line in data.splitlines():
         try:
-            entry = _entry(json.loads(line))
+            entry = _entry(json.loads(line.decode("utf-8")))
         except (ValueError, TypeError, KeyError):
             continue
         if entry is not None:

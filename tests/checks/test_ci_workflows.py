@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from promote import config
@@ -315,3 +316,34 @@ def test_unreachable_jobs_that_read_alike_each_tell_their_own_tests(tmp_path: Pa
         )
         for m in ALIKE_FILES
     ]
+
+
+def test_a_deeply_nested_workflow_is_invalid_with_its_line_not_a_recursion_error(tmp_path: Path) -> None:
+    nested = "on: push\n" + JOB.replace(
+        "    steps:", "    strategy:\n      matrix:\n        py: " + "[" * 200 + "]" * 200 + "\n    steps:"
+    )
+    assert len(nested) < 700
+
+    report = survey(tmp_path, {"ci.yml": nested})
+
+    assert report.jobs == ()
+    check, subject, message = checks(report)[0]
+    assert (check, subject) == ("ci-workflow-invalid", ".github/workflows/ci.yml")
+    assert message == ".github/workflows/ci.yml:7:72: not valid YAML: nested more than 64 levels deep"
+
+
+def test_a_yaml_alias_bomb_is_an_invalid_workflow_found_fast(tmp_path: Path) -> None:
+    lines = ["x0: &x0 [a, a, a, a, a, a, a, a, a, a]"]
+    lines += [f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    bomb = "on: push\nenv:\n" + "".join(f"  {line}\n" for line in lines) + JOB
+    assert len(bomb) < 800  # 10^9 leaves once expanded
+
+    started = time.monotonic()
+    report = survey(tmp_path, {"ci.yml": bomb})
+
+    assert time.monotonic() - started < 5
+    check, subject, message = checks(report)[0]
+    assert (check, subject) == ("ci-workflow-invalid", ".github/workflows/ci.yml")
+    assert message == (
+        ".github/workflows/ci.yml:7:7: not valid YAML: expands to more than 100000 nodes (aliases of aliases)"
+    )

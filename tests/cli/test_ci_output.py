@@ -15,6 +15,7 @@ from click.testing import Result
 
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import Fleet, commit, git, make_fleet
+from tests.helpers.packages import write_config, write_package
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -196,3 +197,38 @@ def test_an_unknown_config_key_suggests_the_near_one(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "promote.ci.runner: unknown key; did you mean 'runners'? expected one of" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def green_workspace(root: Path) -> Path:
+    write_package(root, "pkg", {"test_a.py": "def test_ok():\n    pass\n"})
+    write_config(root, [{"name": "pkg", "path": "pkg"}])
+    git(root, "init", "-q", "-b", "main")
+    commit(root, "start", {})
+    return root
+
+
+def test_a_junitxml_path_under_a_file_is_refused_before_the_run(tmp_path: Path) -> None:
+    work = green_workspace(tmp_path / "work")
+    (tmp_path / "report").write_text("a file, not a directory\n")
+    target = tmp_path / "report" / "junit.xml"
+
+    result = run(work, "test", "--junitxml", str(target))
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"promote: error: --junitxml {target}: {tmp_path / 'report'} is not a directory\n"
+    assert result.stdout == "" and not (work / ".promote" / "runs").exists()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_a_junitxml_that_cannot_be_written_after_a_green_run_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    work = green_workspace(tmp_path)
+
+    result = run(work, "test", "--junitxml", "/dev/full")
+
+    assert result.exit_code == 2, result.output
+    assert result.stdout.endswith("all green\n")  # the run's report came first
+    assert (
+        result.stderr.splitlines()[-1]
+        == "promote: error: --junitxml /dev/full: cannot be written: No space left on device"
+    )
+    assert "Traceback" not in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from promote import config
 from promote.core.errors import ConfigError
 from tests.helpers.cli import run
-from tests.helpers.gitrepos import Fleet, git
+from tests.helpers.gitrepos import Fleet, git, make_fleet
 
 
 def write(tmp_path: Path, body: str, name: str = "promote.toml") -> Path:
@@ -191,6 +192,42 @@ def test_init_writes_a_config_that_loads(fleet: Fleet) -> None:
     assert again.exit_code == 2
     assert "already exists; pass --overwrite" in again.stderr
     assert run(fleet.work, "init", "--overwrite").exit_code == 0
+
+
+def test_init_with_a_remote_beyond_the_bmp_writes_toml_that_check_reads_back(tmp_path: Path) -> None:
+    fleet = make_fleet(tmp_path, names=("origin", "lab-\N{ROCKET}"))
+    assert git(fleet.work, "remote").split() == ["lab-\N{ROCKET}", "origin"]
+    (fleet.work / "promote.toml").unlink(missing_ok=True)
+
+    assert run(fleet.work, "init").exit_code == 0
+
+    text = (fleet.work / "promote.toml").read_text(encoding="utf-8")
+    assert 'mirrors = ["origin", "lab-\N{ROCKET}"]' in text and "\\ud83d" not in text
+    assert config.load(fleet.work / "promote.toml").mirrors == ("origin", "lab-\N{ROCKET}")
+    checked = run(fleet.work, "check", "--json")
+    assert checked.exit_code == 0, checked.output
+    assert [m["name"] for m in json.loads(checked.stdout)["mirrors"]] == ["origin", "lab-\N{ROCKET}"]
+
+
+@pytest.mark.parametrize("name", ["lab|ci", "lab`ci", "lab ci", "-lab", "lab..ci", "lab.lock"])
+@pytest.mark.parametrize("form", ["list", "table"])
+def test_a_mirror_name_git_cannot_use_is_refused_when_the_configuration_is_read(
+    fleet: Fleet, name: str, form: str
+) -> None:
+    body = (
+        f"mirrors = [{json.dumps(name)}]" if form == "list" else f'[promote.mirrors]\n{json.dumps(name)} = "../x.git"'
+    )
+    path = fleet.work / "promote.toml"
+    path.write_text(f'[promote]\ntrunk = "main"\n{body}\n')
+    before = fleet.refs()
+
+    result = run(fleet.work, "check")
+
+    assert result.exit_code == 2, result.output
+    key = "promote.mirrors" if form == "list" else f"promote.mirrors.{name}"
+    assert result.stderr.startswith(f"promote: error: {path}: {key}: expected a name git can use for a remote")
+    assert result.stderr.endswith(f", got {name!r}\n") and len(result.stderr.splitlines()) == 1
+    assert result.stdout == "" and fleet.refs() == before
 
 
 def test_leaks_left_unset_is_report(tmp_path: Path) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -98,3 +101,43 @@ def test_audit_with_a_corrupt_history_writes_its_pages_and_keeps_the_gates_exit_
     pages = json.loads(result.stdout)["pages"]
     assert all(Path(p).is_file() for p in (pages["md"], pages["html"], pages["json"]))
     assert "starting a new history" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_locked_history_leaves_a_green_test_run_its_summary_and_its_exit_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_package(tmp_path, "pkg", {"test_a.py": "def test_ok():\n    pass\n"})
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+    git(tmp_path, "init", "-q", "-b", "main")
+    commit(tmp_path, "start", {})
+    assert run(tmp_path, "test").exit_code == 0
+    db = tmp_path / ".promote" / DB_NAME
+    # Another process holds the database for writing the whole time (an exclusive lock, as sqlite3 takes it).
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        monkeypatch.setenv("PROMOTE_LOCK_WAIT_S", "0.5")
+        started = time.monotonic()
+        result = run(tmp_path, "test")
+        elapsed = time.monotonic() - started
+    finally:
+        holder.communicate("")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("run ") and result.stdout.endswith("all green\n")
+    [warning] = [line for line in result.stderr.splitlines() if "history" in line]
+    assert (
+        warning == f"promote: warning: history not recorded: {db}: cannot open the history database: database is locked"
+    )
+    assert "Traceback" not in result.output and elapsed < 10
+    assert len(History(db.parent).run_ids()) == 1  # the first run only
+
+
+HOLD = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.read()
+"""

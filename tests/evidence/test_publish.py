@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -251,3 +255,69 @@ def test_a_refused_push_after_the_commit_is_not_a_pass(tmp_path: Path) -> None:
     )
     assert "docs are frozen for the release" in result.stderr
     assert git(mirror, "rev-parse", "main") != head
+
+
+def test_publish_ignores_an_exported_git_dir_and_commits_into_the_docs_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet, docs = docs_fleet(tmp_path, gates="pass")
+    product_git = fleet.work / ".git"
+    product_main, product_index = git(fleet.work, "rev-parse", "main"), (product_git / "index").read_bytes()
+    docs_head = git(docs, "rev-parse", "HEAD")
+    # What a caller (or a git hook promote runs in) exports: every one points at the product repository.
+    for name, value in {
+        "GIT_DIR": product_git, "GIT_WORK_TREE": fleet.work, "GIT_INDEX_FILE": product_git / "index",
+        "GIT_OBJECT_DIRECTORY": product_git / "objects", "GIT_COMMON_DIR": product_git, "GIT_NAMESPACE": "elsewhere",
+        "GIT_CEILING_DIRECTORIES": tmp_path,
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, str(value))
+
+    result = run(fleet.work, "audit", "--publish")
+    monkeypatch.undo()
+
+    assert result.exit_code == 0, result.output
+    head = git(docs, "rev-parse", "HEAD")
+    assert head != docs_head and git(docs, "rev-parse", "HEAD~1") == docs_head
+    assert (
+        f"published: committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]})" in result.stdout
+    )
+    assert git(docs, "show", "--name-only", "--format=", "HEAD").split() == [
+        "docs/evidence/index.md",
+        "docs/evidence/latest.md",
+    ]
+    # The product repository's checked-out main and its index did not move.
+    assert git(fleet.work, "rev-parse", "main") == product_main
+    assert (product_git / "index").read_bytes() == product_index
+    assert git(fleet.work, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_sigterm_during_the_docs_pre_commit_hook_leaves_the_docs_repository_as_it_was(tmp_path: Path) -> None:
+    fleet, docs = docs_fleet(tmp_path, gates="pass")
+    started = tmp_path / "hook-started"
+    hook = docs / ".git" / "hooks" / "pre-commit"
+    hook.write_text(f"#!/bin/sh\ntouch {started}\nsleep 30\n")
+    hook.chmod(0o755)
+    before = docs_state(docs)
+
+    audit = subprocess.Popen(
+        [sys.executable, "-m", "promote", "audit", "--publish"], cwd=fleet.work,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not started.exists():
+        assert audit.poll() is None and time.monotonic() < deadline, audit.communicate()
+        time.sleep(0.05)
+    audit.send_signal(signal.SIGTERM)
+    out, err = audit.communicate(timeout=30)
+
+    assert audit.returncode == 130, (out, err)
+    assert "promote: interrupted" in err and "Traceback" not in err
+    time.sleep(0.5)  # a commit left running would land now
+    assert docs_state(docs) == before
+    assert not (docs / "docs" / "evidence").exists()
+    assert not list((docs / ".git").glob("promote-publish.index*"))
+    # The hook gone, the next publish is not wedged by anything the interrupted one left.
+    hook.unlink()
+    again = run(fleet.work, "audit", "--publish")
+    assert again.exit_code == 0, again.output
+    assert "published: committed docs/evidence/latest.md, docs/evidence/index.md" in again.stdout

@@ -423,3 +423,74 @@ def test_main_in_the_middle_of_a_rebase_in_another_worktree_is_left_alone(fleet:
     assert {fleet.head(m) for m in fleet.mirrors} == {candidate}
     assert git(fleet.work, "rev-parse", "main") == local
     assert f"the worktree {fleet.work}, which has main checked out, is in the middle of a rebase" in result.stdout
+
+
+def test_a_journal_line_of_non_utf8_bytes_is_skipped_by_merge_and_audit(fleet: Fleet) -> None:
+    before = fleet.head("origin")
+    assert before is not None
+    commit(fleet.work, "feature")
+    candidate = git(fleet.work, "rev-parse", "HEAD")
+    journal = fleet.work / ".promote" / "journal.jsonl"
+    journal.parent.mkdir()
+    # A line of bytes that are not UTF-8 (a disk fault, another tool) before the journal's real entries.
+    journal.write_bytes(b'{"op": "merge", "trunk": "\xff\xfe main"}\n')
+
+    merged = run(fleet.work, "merge", "--json")
+
+    assert merged.exit_code == 0, merged.output
+    assert json.loads(merged.stdout)["verdict"] == "merged"
+    assert all(fleet.head(m) == candidate for m in fleet.mirrors)
+    audit = run(fleet.work, "audit", "--json")
+    assert "Traceback" not in audit.output and "UnicodeDecodeError" not in audit.output
+    gate = json.loads(audit.stdout)["gates"]["merged"]
+    assert gate["status"] == "pass", gate
+    assert gate["evidence"][0] == (
+        f"main fast-forwarded `{before[:7]}` to `{candidate[:7]}` on origin, mini, station and laptop, no force"
+    )
+
+
+def symlinked_state(fleet: Fleet, outside: Path) -> dict[Path, bytes]:
+    """`.promote/lock` and `.promote/journal.jsonl` as symlinks to files outside the clone; their bytes."""
+    outside.mkdir()
+    targets = {outside / "victim-lock": b"precious lock\n", outside / "victim-journal": b"precious journal\n"}
+    for path, data in targets.items():
+        path.write_bytes(data)
+    state = fleet.work / ".promote"
+    state.mkdir()
+    (state / "lock").symlink_to(outside / "victim-lock")
+    (state / "journal.jsonl").symlink_to(outside / "victim-journal")
+    return targets
+
+
+@pytest.mark.parametrize("command", ["merge", "test"])
+def test_a_committed_promote_directory_of_symlinks_is_refused_and_never_written_through(
+    fleet: Fleet, tmp_path: Path, command: str
+) -> None:
+    targets = symlinked_state(fleet, tmp_path / "outside")
+    # As a pull request could carry them: committed (`git add -f`, past .promote's own ignore file).
+    git(fleet.work, "add", "-f", ".promote/lock", ".promote/journal.jsonl")
+    git(fleet.work, "commit", "-q", "-m", "state")
+    before = fleet.refs()
+
+    result = run(fleet.work, command)
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"promote: error: {fleet.work}/.promote/journal.jsonl is tracked by git; .promote/ is promote's own state "
+        "and must not be committed (`git rm -r --cached .promote`)\n"
+    )
+    assert {p: p.read_bytes() for p in targets} == targets
+    assert fleet.refs() == before
+
+
+def test_a_symlink_in_the_state_directory_is_refused_not_followed(fleet: Fleet, tmp_path: Path) -> None:
+    targets = symlinked_state(fleet, tmp_path / "outside")
+    before = fleet.refs()
+
+    result = run(fleet.work, "merge")
+
+    assert result.exit_code == 2, result.output
+    [line] = result.stderr.splitlines()
+    assert line == f"promote: error: cannot open the lock {fleet.work}/.promote/lock: Too many levels of symbolic links"
+    assert {p: p.read_bytes() for p in targets} == targets
+    assert fleet.refs() == before

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from promote.checks.ci import schema
+from promote.checks.ci import bounded_yaml, schema
 from promote.checks.ci.expr import Truth, evaluate_if
 from promote.checks.ci.terms import WORKSPACE, normalize
 from promote.checks.ci.triggers import Event, Trigger, read_on
@@ -79,7 +79,7 @@ def _load(path: Path, source: str, problems: list[Problem]) -> dict[str, Any] | 
     """The workflow as GitHub reads it, or None with the problem (bad YAML, a key the schema refuses) noted."""
     try:
         text = path.read_text()
-        data = yaml.safe_load(text)
+        data = bounded_yaml.load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
@@ -196,7 +196,7 @@ def _composite(root: Path, uses: str) -> object:
         path = root / (base or ".") / name
         if path.is_file():
             try:
-                data = yaml.safe_load(path.read_text())
+                data = bounded_yaml.load(path.read_text())
             except (OSError, yaml.YAMLError):
                 return []
             runs = data.get("runs") if isinstance(data, dict) else None

@@ -7,7 +7,7 @@ import sys
 import click
 
 from promote.cli.app import Context, LiveProgress, command_line, emit, hold_lock, json_option, load_config_of
-from promote.cli.ci_formats import format_option, junitxml_option, write_junitxml
+from promote.cli.ci_formats import check_junitxml, format_option, junitxml_option, write_junitxml
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
 from promote.core.vocab import RerunVerdict
 
@@ -39,12 +39,15 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
 
     from promote.cli.run_report import run_report
     from promote.config import load_config
+    from promote.core.redact import clean
     from promote.core.state import new_run_id
+    from promote.evidence.history import HistoryError
     from promote.evidence.store import blamed_elsewhere, head_commit, record_interrupted_run, record_test_run
     from promote.runners.suite import run_tests
 
     progress = LiveProgress(live=sys.stderr.isatty())
     config = load_config(obj.directory, obj.config)
+    check_junitxml()
     if candidate is not None:
         from promote.config.workspace import require_checked_out
         from promote.core.git import Repo
@@ -63,10 +66,16 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
             record_interrupted_run(config, run_id, started, command_line(), commit)
             raise
     progress.close()
-    result = blamed_elsewhere(config, result)
-    record_test_run(config, result, command_line(), commit)
-    write_junitxml(result)
+    try:
+        result = blamed_elsewhere(config, result)
+        record_test_run(config, result, command_line(), commit)
+    except HistoryError as e:
+        # The run happened and its results stand: a history that cannot take it (another process holding the
+        # database, a full disk) is said, and neither the report nor the exit code depends on it.
+        print(f"promote: warning: history not recorded: {clean(str(e))}", file=sys.stderr, flush=True)
     emit(result.to_json(), run_report(result), as_json=as_json)
+    # After the report: a JUnit file that cannot be written (a full disk) takes nothing from what the run found.
+    write_junitxml(result)
     sys.exit(EXIT_OK if result.green else EXIT_BLOCKED)
 
 

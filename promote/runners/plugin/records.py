@@ -188,13 +188,18 @@ class WorkerResults:
 
 def write_atomic(target: Path, text: str) -> Path:
     """Write `text` to `target` whole or not at all (temp file + rename): a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as e:
+        raise state.StateError(f"cannot write {target}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):  # a full disk: one line naming the file, not a traceback
+            raise state.StateError(f"cannot write {target}: {e.strerror or e}") from None
         raise
     return target
 
