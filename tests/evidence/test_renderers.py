@@ -95,7 +95,8 @@ def docs_repository(tmp_path: Path) -> Path:
 
 def test_mkdocs_builds_the_hostile_page_inert(tmp_path: Path) -> None:
     site = docs_repository(tmp_path)
-    (site / "mkdocs.yml").write_text("site_name: T\ndocs_dir: docs\nuse_directory_urls: false\ntheme:\n  name: mkdocs\n")
+    config = "site_name: T\ndocs_dir: docs\nuse_directory_urls: false\ntheme:\n  name: mkdocs\n"
+    (site / "mkdocs.yml").write_text(config)
     built = subprocess.run([str(BIN / "mkdocs"), "build"], cwd=site, capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
     html = (site / "site" / "evidence" / "run.html").read_text()
