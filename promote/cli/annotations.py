@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from promote.cli.sarif import location
+from promote.core.redact import printable
 
 KINDS = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -16,7 +17,8 @@ def wanted() -> bool:
 
 
 def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # Control characters shown as on every other output (a raw OSC 52 in a CI log writes the reader's clipboard).
+    return printable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _property(text: str) -> str:

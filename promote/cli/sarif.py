@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from promote import __version__
 from promote.core.findings import Location
@@ -41,6 +42,7 @@ def _result(finding: dict[str, Any], index: int) -> dict[str, Any]:
     where = location(finding)
     if where is not None:
         region = {"region": {"startLine": where.line}} if where.line else {}
-        physical = {"artifactLocation": {"uri": where.path, "uriBaseId": "%SRCROOT%"}, **region}
+        # A URI reference, as SARIF requires: a `#`, `%`, `?` or space in a path is percent-encoded (RFC 3986).
+        physical = {"artifactLocation": {"uri": quote(where.path, safe="/"), "uriBaseId": "%SRCROOT%"}, **region}
         result["locations"] = [{"physicalLocation": physical}]
     return result

@@ -19,6 +19,10 @@ from typing import Any
 
 MASK = "***"
 MIN_VALUE_CHARS = 4
+# A known secret cut short (pytest's truncated repr keeps its head and tail, a diff its tail) is still that secret:
+# a run of at least this many characters from either end of a longer value is hidden too. Shorter runs would hide
+# ordinary words that a value happens to begin or end with.
+MIN_FRAGMENT_CHARS = 8
 # The names of the variables a package's `env` table sets, passed to its pytest processes (comma-separated).
 PACKAGE_ENV_NAMES = "PROMOTE_PACKAGE_ENV_NAMES"
 
@@ -43,6 +47,8 @@ _TOO_COMMON = frozenset({"true", "false", "none", "null", "yes", "no", "on", "of
 # scheme://user:secret@host or scheme://token@host: everything between "//" and "@" is secret.
 _USERINFO = r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@"
 _TOKENS = (
+    # A token shape cut by a repr (`'ghp_A1b2C3d4...2M3n4O5p6Q7r8'`): its prefix, some of it, `...` and the rest.
+    r"(?:gh[pousr]_|github_pat_|hf_|sk-|xox[abposr]-)[A-Za-z0-9_-]{4,}\.\.\.[A-Za-z0-9_-]*",
     r"gh[pousr]_[A-Za-z0-9]{20,}",
     r"github_pat_[A-Za-z0-9_]{20,}",
     r"hf_[A-Za-z0-9]{20,}",
@@ -143,11 +149,14 @@ class Redactor:
         self.values = frozenset(values)
         self._forms = tuple(sorted(forms, key=len, reverse=True))
         self._literal = re.compile("|".join(re.escape(v) for v in self._forms)) if forms else None
+        self._fragments = tuple(v for v in self._forms if len(v) > MIN_FRAGMENT_CHARS)
 
     def search(self, text: str) -> bool:
         """Whether `text` holds anything to redact."""
         # Substring tests first: a regex tried at every position of a large results file costs ~15x more.
         if any(v in text for v in self._forms):
+            return True
+        if any(v[:MIN_FRAGMENT_CHARS] in text or v[-MIN_FRAGMENT_CHARS:] in text for v in self._fragments):
             return True
         if "://" in text and (_USERINFO_RE.search(text) or _URL_QUERY_RE.sub(_hide_params, text) != text):
             return True
@@ -156,6 +165,8 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if self._literal is not None and any(v in text for v in self._forms):
             text = self._literal.sub(MASK, text)
+        if self._fragments:
+            text = _hide_fragments(text, self._fragments)
         if "://" in text:
             text = _USERINFO_RE.sub(rf"\g<scheme>{MASK}@", text)
             text = _URL_QUERY_RE.sub(_hide_params, text)
@@ -172,6 +183,34 @@ class Redactor:
         if isinstance(obj, (list, tuple)):
             return [self.data(v) for v in obj]
         return obj
+
+
+def _hide_fragments(text: str, values: tuple[str, ...]) -> str:
+    """`text` with each run of MIN_FRAGMENT_CHARS or more characters from the start or the end of a value hidden."""
+    n, spans = MIN_FRAGMENT_CHARS, []
+    for v in values:
+        at = text.find(v[:n])
+        while at != -1:  # a head: extended forward as far as the text follows the value
+            end = at + n
+            while end < len(text) and end - at < len(v) and text[end] == v[end - at]:
+                end += 1
+            spans.append((at, end))
+            at = text.find(v[:n], end)
+        at = text.find(v[-n:])
+        while at != -1:  # a tail: extended backward likewise
+            begin, k = at, len(v) - n
+            while begin > 0 and k > 0 and text[begin - 1] == v[k - 1]:
+                begin, k = begin - 1, k - 1
+            spans.append((begin, at + n))
+            at = text.find(v[-n:], at + n)
+    if not spans:
+        return text
+    out, done = [], 0
+    for begin, end in sorted(spans):
+        if begin >= done:  # a span overlapping the last one only lengthens it
+            out += [text[done:begin], MASK]
+        done = max(done, end)
+    return "".join(out) + text[done:]
 
 
 _registered: set[str] = set()

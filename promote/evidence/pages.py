@@ -17,6 +17,7 @@ from promote.core.redact import Redactor, printable
 from promote.core.redact import current as current_redactor
 from promote.core.vocab import Status, is_red, worst
 from promote.evidence import failures as failures_mod
+from promote.evidence import machine_paths
 from promote.evidence import render as render_pages
 from promote.evidence.deltas import Deltas
 from promote.evidence.gates import TITLES, Gate
@@ -150,9 +151,10 @@ def document(
     """The evidence document: everything the pages show, as plain JSON.
 
     `sections` lists extra sections after the findings, each {"key", "title", "data"}; the pages render each
-    with the templates named for its key. Paths are relative to `root` (the repository).
+    with the templates named for its key. Paths are relative to `root` (the repository), and no string names a
+    path of this machine (machine_paths).
     """
-    return {
+    doc = {
         "$schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
         "run": run_id,
@@ -182,6 +184,7 @@ def document(
         "sections": list(sections or []),
         "provenance": {"tool": "promote", "version": __version__, **provenance},
     }
+    return machine_paths.unmachined(doc, root)  # type: ignore[no-any-return]
 
 
 def cleaned(obj: Any) -> Any:

@@ -16,11 +16,13 @@ from promote.evidence import chart as chart_mod
 
 # `text` in an evidence line or a message: a command, a file or an id, shown as code.
 _BACKTICKED = re.compile(r"`([^`]+)`")
-# What CommonMark (with GFM tables and strikethrough) would read as markup in the middle of a line. Each is escaped
-# only where it could act: `_` at a word's edge (inside a word it never emphasises), `[`/`]` where a link could
-# form, `<` always (raw HTML and autolinks), `&` only before an entity name.
+# What CommonMark (with GFM tables and strikethrough) or Python-Markdown would read as markup in the middle of a
+# line. Each is escaped only where it could act: `_` at a word's edge (inside a word it never emphasises), `[`/`]`
+# where a link could form, `<` always (raw HTML and autolinks), `&` only before an entity name. `<` and a backslash
+# become entities, never a backslash escape: Python-Markdown does not read `\<` as an escape (the tag stays live),
+# and a backslash that ends the text would escape the backtick of a code span that follows it.
 _MD_INLINE = re.compile(
-    r"""(?P<bs>\\(?=[!-/:-@\[-`{-~]))        # a backslash that would escape what follows
+    r"""(?P<bs>\\(?=[!-/:-@\[-`{-~]|$))      # a backslash that would escape what follows, or what is joined on
       |(?P<star>\*)
       |(?P<tick>`)
       |(?P<under>(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))
@@ -64,6 +66,10 @@ def _escape_match(m: re.Match[str]) -> str:
     kind, text = m.lastgroup, m.group(0)
     if kind == "amp":
         return "&amp;"
+    if kind == "lt":
+        return "&lt;"
+    if kind == "bs":
+        return "&#92;"
     if kind == "link":
         return "\\" + text
     if kind == "bang":

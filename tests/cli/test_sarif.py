@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import pytest
 
 from promote.cli.annotations import workflow_commands
 from promote.cli.sarif import sarif
@@ -47,3 +51,25 @@ def test_a_located_finding_is_placed_at_its_path_and_line_and_without_a_line_at_
         "::error file=.github/workflows/w.yml,line=5,title=promote ci-workflow-invalid::w.yml: bad",
         "::error file=pkg/tests/t.py,title=promote order-dependent::tests/t.py::test_b: fails",
     ]
+
+
+@pytest.mark.parametrize(
+    ("path", "uri"),
+    [
+        ("pkg/tests/c#1/test_hash.py", "pkg/tests/c%231/test_hash.py"),
+        ("pkg/tests/100%/test_p.py", "pkg/tests/100%25/test_p.py"),
+        ("pkg/tests/sub dir/test_s.py", "pkg/tests/sub%20dir/test_s.py"),
+        ("pkg/tests/q?x/tést.py", "pkg/tests/q%3Fx/t%C3%A9st.py"),
+    ],
+)
+def test_a_path_that_is_not_a_uri_is_percent_encoded_and_decodes_back(path: str, uri: str) -> None:
+    placed = Finding("order-dependent", "error", f"{path}::test_a", "fails", location=Location(path))
+
+    (result,) = sarif(doc(placed))["runs"][0]["results"]
+
+    shown = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert shown == uri
+    parts = urlsplit(shown)
+    assert (parts.scheme, parts.query, parts.fragment) == ("", "", "") and unquote(parts.path) == path
+    # RFC 3986's path characters only: unreserved, sub-delims, ':', '@', '/' and percent-encodings.
+    assert re.fullmatch(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-F]{2})*", shown)

@@ -281,3 +281,19 @@ def test_the_audit_headline_and_each_gates_status_are_coloured(tmp_path: Path) -
     assert f"{YELLOW}UNDECIDED{END} And Deployed" in lines
     # The headline and the four gates; nothing else of the audit (its evidence, the pages) is coloured.
     assert sum(ESC in ln for ln in lines) == 5 + sum(ln.startswith(f"  {ESC}") for ln in lines), lines
+
+
+# An import error whose message carries OSC 52 (clipboard), OSC 0 (title) and CSI sequences.
+HOSTILE_IMPORT = "raise ImportError('\\x1b]52;c;cHduZWQ=\\x07 \\x1b]0;owned\\x07 \\x1b[2J gone')\n"
+
+
+def test_github_annotations_show_control_characters_as_escapes_on_a_terminal(tmp_path: Path) -> None:
+    files = {"tests/test_hostile.py": HOSTILE_IMPORT, "tests/test_ok.py": "def test_ok(): pass\n"}
+    write_package(tmp_path, "pkg", files)
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    shown = on_a_terminal(tmp_path, "test", NO_COLOR="1", GITHUB_ACTIONS="true")
+    annotations = [line for line in shown.splitlines() if line.startswith("::")]
+    assert annotations and any("\\x1b]52;c;" in line for line in annotations), shown
+    for line in annotations:
+        assert "\x1b" not in line and "\x07" not in line, line

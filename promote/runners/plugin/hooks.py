@@ -19,6 +19,7 @@ import pytest
 from promote.core.policies import LEAK_POLICIES, REPORT
 from promote.core.station import Station, read_station
 from promote.runners.plugin.items import REQUIREMENTS, SERIAL_LEFT, note_raised_at, requirements_of
+from promote.runners.plugin.shown_ids import SHOWN, shown_ids
 
 RECORDER = "promote-recorder"
 STATION = pytest.StashKey[Station]()
@@ -221,6 +222,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Before any selection: ids that redact alike are numbered over the whole collection, as every worker sees it.
+    config.stash[SHOWN] = shown_ids([item.nodeid for item in items])
     select = config.getoption("promote_select", default=None)
     if select:
         wanted = [line for line in Path(select).read_text(encoding="utf-8").splitlines() if line]

@@ -27,6 +27,7 @@ from promote.runners.plugin.progress import ProgressLog
 from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, write_results
 from promote.runners.plugin.requirement_rules import excerpt
 from promote.runners.plugin.seed_probes import NumpyRandom, SeedTracker, python_random
+from promote.runners.plugin.shown_ids import shown_id
 from promote.runners.plugin.streams import StreamTracker
 
 
@@ -185,7 +186,7 @@ class Recorder:
         nodeid = item.nodeid
         run = self.running = _Running(nodeid, self.index, threading.current_thread())
         self.where, self.phase = nodeid, "setup"
-        self.progress.start(nodeid, run.index)
+        self.progress.start(shown_id(self.config, nodeid), run.index)
         self.before = self.watch.before_test() if self.watch else None
         try:
             return (yield)
@@ -283,14 +284,14 @@ class Recorder:
     ) -> TestRecord:
         top = nodeid == run.nodeid
         return TestRecord(
-            nodeid=nodeid,
+            nodeid=shown_id(self.config, nodeid, run.nodeid),
             outcome=outcome,
             duration_s=round(duration_s, 6),
             worker=self.worker,
             index=run.index,
             thread_name=run.thread.name,
             thread_id=run.thread.ident or 0,
-            parent=run.nodeid if nodeid != run.nodeid else None,
+            parent=shown_id(self.config, run.nodeid) if nodeid != run.nodeid else None,
             longrepr=outcomes.truncate("\n\n".join(failure)) if failure else None,
             skip_reason=skip_reason,
             requirements=run.requirements if top else (),
@@ -300,7 +301,7 @@ class Recorder:
 
     def _finish(self, run: _Running) -> None:
         if not run.reported:
-            self.progress.finish(run.nodeid, run.index, "unreported")
+            self.progress.finish(shown_id(self.config, run.nodeid), run.index, "unreported")
             return
         outcome = run.outcome or "passed"
         if outcomes.failed_by_subtests(outcome, run.failed_subtests):
@@ -312,11 +313,11 @@ class Recorder:
         self.records += [record, *run.subtests]
         # The same records and findings go to the progress log, which outlives a worker that dies later.
         if self.flushed == len(self.findings) and not run.subtests and _plain_pass(record, self.main_thread_id):
-            self.progress.finish_passed(run.nodeid, run.index, record.duration_s)
+            self.progress.finish_passed(record.nodeid, run.index, record.duration_s)
             return
         fresh, self.flushed = self.findings[self.flushed :], len(self.findings)
         self.progress.finish(
-            run.nodeid,
+            record.nodeid,
             run.index,
             outcome,
             records=[r.to_json() for r in (record, *run.subtests)],
