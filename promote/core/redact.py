@@ -149,7 +149,9 @@ class Redactor:
         self.values = frozenset(values)
         self._forms = tuple(sorted(forms, key=len, reverse=True))
         self._literal = re.compile("|".join(re.escape(v) for v in self._forms)) if forms else None
-        self._fragments = tuple(v for v in self._forms if len(v) > MIN_FRAGMENT_CHARS)
+        # Not a value that is a path: its head is every other path's head too (`/tmp/pyt...`), and a path cut
+        # short gives away nothing a credential would. The whole value is still hidden wherever it appears.
+        self._fragments = tuple(v for v in self._forms if len(v) > MIN_FRAGMENT_CHARS and not _path_like(v))
 
     def search(self, text: str) -> bool:
         """Whether `text` holds anything to redact."""
@@ -183,6 +185,10 @@ class Redactor:
         if isinstance(obj, (list, tuple)):
             return [self.data(v) for v in obj]
         return obj
+
+
+def _path_like(value: str) -> bool:
+    return value.startswith(("/", "~", "./", "../")) or (len(value) > 2 and value[1] == ":" and value[2] in "\\/")
 
 
 def _hide_fragments(text: str, values: tuple[str, ...]) -> str:
