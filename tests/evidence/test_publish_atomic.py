@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from tests.helpers.cli import run
 from tests.helpers.docs import docs_state
 from tests.helpers.gitrepos import commit, git, make_fleet
 from tests.helpers.packages import write_package
+from tests.helpers.tmpfs import fill, mounted
 
 
 @pytest.fixture
@@ -26,31 +26,8 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A 2 MiB tmpfs of its own, to fill up for real."""
     mount = tmp_path / "fs"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with mounted(mount, "2m"):
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
-
-
-def fill(fs: Path, *, leave: int) -> None:
-    """Fill the filesystem to the last block, then free `leave` bytes of it."""
-    filler = fs / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    try:
-        while True:
-            os.write(fd, b"\0" * 65536)
-    except OSError:
-        pass
-    try:
-        while True:
-            os.write(fd, b"\0" * 512)
-    except OSError:
-        pass
-    os.close(fd)
-    os.truncate(filler, max(0, filler.stat().st_size - leave))
 
 
 def docs_repo(where: Path) -> Path:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.evidence.test_publish_atomic import fill
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import commit, git
 from tests.helpers.packages import write_config, write_package
+from tests.helpers.tmpfs import fill, mounted
 
 
 @pytest.fixture
@@ -24,13 +24,8 @@ def work(tmp_path: Path) -> Iterator[Path]:
     commit(tmp_path, "start", {})
     state = tmp_path / ".promote"
     state.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(state)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with mounted(state, "200k"):
         yield tmp_path
-    finally:
-        subprocess.run(["umount", "-l", str(state)], check=True)
 
 
 def clear(state: Path) -> None:
