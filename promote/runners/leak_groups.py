@@ -101,7 +101,8 @@ def _finding(leaks: list[LeakRecord], victims: dict[str, list[str]], unknown: st
     else:
         who = "" if len(tests) == 1 else f"{len(tests)} tests ({folded(tests)}) "
         message = f"{who}changed global state and did not put it back: {'; '.join(changes)} ({what_was_done(first)})"
-    failed = [(v, t) for t in tests for v in victims.get(t, [])]
+    # Workers finish in any order; the same run must print the same sentence.
+    failed = [(v, t) for t in tests for v in sorted(victims.get(t, []))]
     severity: Severity = leak_severity(first)
     if failed:
         severity = "error"
