@@ -15,8 +15,9 @@ from promote.core.findings import Finding, Location
 from promote.core.vocab import is_red
 from promote.runners.causes import bisect, imports
 from promote.runners.causes.rerun import RerunError, Rerunner, RerunTimeout
-from promote.runners.configuration import locate, rootdir_of
+from promote.runners.configuration import chosen, locate, rootdir_of
 from promote.runners.plugin import progress
+from promote.runners.plugin.records import read_all_results
 from promote.runners.summary import PackageResult
 
 
@@ -258,5 +259,9 @@ def bisect_by_hand(
             verdict = bisect.Verdict(victim, bisect.NOT_REPRODUCED, reruns=1, detail="passes after the tests before it")
             return verdict, None, rerunner.invocations
     verdict = investigate_one(rerunner, victim, prefix, Budget(config.max_reruns), observed=observed, on_step=on_step)
-    where = locate(rootdir_of(config.root, pkg.path), victim)
+    package = rootdir_of(config.root, pkg.path)
+    # Node ids are rooted where pytest chose its rootdir (a configuration above the package moves it).
+    workers = [] if last_run is None else [w for part in sorted(last_run.iterdir()) if part.is_dir()
+                                           for w in read_all_results(part)]  # fmt: skip
+    where = locate(chosen(package, workers).rootdir, victim)
     return verdict, verdict_finding(verdict, [], where), rerunner.invocations

@@ -11,6 +11,7 @@ import pytest
 
 from promote.runners.causes.investigate import Budget
 from tests.helpers.cli import run
+from tests.helpers.gitrepos import commit, git
 from tests.helpers.packages import write_config, write_package
 
 pytestmark = pytest.mark.slow
@@ -231,3 +232,27 @@ def test_the_budget_shared_by_threads_hands_out_each_rerun_once() -> None:
     assert (sum(taken), budget.left) == (500, 0)
     budget.give(2)
     assert budget.take(5) == 2
+
+
+def test_bisect_by_hand_places_its_finding_where_the_last_run_rooted_the_ids(tmp_path: Path) -> None:
+    # A pytest.ini above the package makes the repository root pytest's rootdir: the ids start there.
+    git(tmp_path, "init", "-q", "-b", "main")
+    write_package(
+        tmp_path / "packages",
+        "engine",
+        suite({3: "polluted.STATE['mode'] = 1"}, {7: "assert not polluted.STATE"}, n=10),
+    )
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "promote.toml").write_text(
+        '[promote]\ntrunk = "main"\n[[promote.packages]]\nname = "engine"\npath = "packages/engine"\n'
+    )
+    commit(tmp_path, "the package")
+    victim = f"packages/engine/{node_id(7)}"
+    code, report = promote_test(tmp_path)
+    assert code == 1 and victim in {f["subject"] for f in report["findings"]}
+
+    result = run(tmp_path, "bisect", victim, "--json")
+
+    bisected = json.loads(result.stdout)
+    assert bisected["polluters"] == [f"packages/engine/{node_id(3)}"]
+    assert bisected["finding"]["location"]["path"] == f"packages/engine/{node_id(7).split('::')[0]}"
