@@ -30,7 +30,7 @@ class Hung(CannotTell):
 
 
 # How many times a selection must fail (and the victim alone pass) before a polluter is named.
-REPEATS = 3
+REPEATS = 4
 
 
 class Noisy(Exception):
@@ -171,26 +171,29 @@ def _fast_halving(oracle: Oracle, candidates: list[str]) -> list[str]:
 def _reproduces(oracle: Oracle, polluters: Sequence[str], prefix: Sequence[str]) -> bool:
     """Whether the victim fails after `polluters` on every one of REPEATS runs, and alone on none.
 
-    Then a control: the victim after the test next to the first polluter, REPEATS times. A control
-    that both fails and passes (`Noisy`) shows a failure after whatever ran before it, the mark of a
-    race; one that always passes or always fails (another polluter) leaves the polluters as found.
+    Then the controls: the victim after the tests next to the polluters (before and after), REPEATS
+    times each. A control that both fails and passes (`Noisy`) shows a failure after whatever ran
+    before it, the mark of a race; one that always passes or always fails (another polluter) leaves the
+    polluters as found. Two controls, not one: a race passes the polluter's repeats and one consistent
+    control about one time in a hundred, and both controls about one in a thousand.
     """
     if not (oracle.repeat(polluters) and _passes_alone(oracle)):
         return False
-    control = _neighbour(polluters, prefix)
-    while control is not None and len(oracle.results.get((control,), [])) < REPEATS:
-        oracle.fails_fresh([control])
+    for control in _neighbours(polluters, prefix):
+        while len(oracle.results.get((control,), [])) < REPEATS:
+            oracle.fails_fresh([control])
     return True
 
 
-def _neighbour(polluters: Sequence[str], prefix: Sequence[str]) -> str | None:
-    """The test nearest before the first polluter that is none of them (else nearest after), if any."""
-    others = [t for t in prefix if t not in polluters]
-    if not others:
-        return None
-    first = list(prefix).index(polluters[0])
-    before = [t for t in prefix[:first] if t not in polluters]
-    return before[-1] if before else others[0]
+def _neighbours(polluters: Sequence[str], prefix: Sequence[str]) -> list[str]:
+    """The tests nearest before the first polluter and after the last that are none of them (at most two)."""
+    order = list(prefix)
+    others = [t for t in order if t not in polluters]
+    before = [t for t in order[: order.index(polluters[0])] if t not in polluters]
+    after = [t for t in order[order.index(polluters[-1]) + 1 :] if t not in polluters]
+    chosen = ([before[-1]] if before else []) + ([after[0]] if after else [])
+    # At the edge of the prefix, the nearest others on the one side there is.
+    return chosen if len(chosen) == 2 or len(others) < 2 else (others[-2:] if before else others[:2])
 
 
 def _passes_alone(oracle: Oracle) -> bool:
@@ -217,8 +220,7 @@ def classify(
         return Verdict(victim, kind, tuple(polluters), oracle.used, detail)
 
     def confirmed(polluters: Sequence[str]) -> Verdict:
-        control = _neighbour(polluters, prefix)
-        shown = f", {oracle.counts([control])}" if control is not None else ""
+        shown = "".join(f", {oracle.counts([c])}" for c in _neighbours(polluters, prefix))
         return verdict(ORDER_DEPENDENT, polluters, f"{oracle.counts(polluters)}, {oracle.counts([])}{shown}")
 
     try:

@@ -38,11 +38,12 @@ def test_single_polluter_found_within_log2_reruns_plus_the_repeats_that_confirm_
     verdict = classify("t180", TESTS[:180], run, budget=50)
     assert verdict.kind == ORDER_DEPENDENT
     assert verdict.polluters == ("t037",)
-    # Named only after failing on each of 3 runs after it and passing on each of 3 alone, and on none
-    # of 3 after the test before it (a control: a race fails after any test).
-    assert verdict.detail == "3 of 3 after t037, 0 of 3 alone, 0 of 3 after t036"
-    assert calls.count(("t037",)) == calls.count(()) == calls.count(("t036",)) == REPEATS == 3
-    assert verdict.reruns == len(calls) <= math.ceil(math.log2(200)) + 3 * REPEATS
+    # Named only after failing on each of 4 runs after it and passing on each of 4 alone, and on none
+    # of 4 after the tests either side of it (controls: a race fails after any test).
+    assert verdict.detail == "4 of 4 after t037, 0 of 4 alone, 0 of 4 after t036, 0 of 4 after t038"
+    assert calls.count(("t037",)) == calls.count(()) == calls.count(("t036",)) == calls.count(("t038",)) == REPEATS
+    assert REPEATS == 4
+    assert verdict.reruns == len(calls) <= math.ceil(math.log2(200)) + 4 * REPEATS
 
 
 def test_every_position_of_a_single_polluter_is_found() -> None:
@@ -158,13 +159,13 @@ def test_a_polluter_that_reproduces_only_sometimes_is_flaky_not_order_dependent(
 
 
 def test_a_race_at_one_in_two_after_any_test_is_seldom_called_order_dependent() -> None:
-    # Random (seeded, so the same every time), counted over many classifications: the control after a
-    # neighbour catches most of what 3 of 3 lets by (main's bisection named a polluter 6 times in 10).
+    # Random (seeded, so the same every time), counted over many classifications: the controls after the
+    # neighbours catch what 4 of 4 lets by (one control and 3 of 3 still named a polluter 7 times in 100).
     kinds = []
     for seed in range(400):
         draw = random.Random(seed).random
         kinds.append(
             classify("t040", TESTS[:40], lambda prefix, draw=draw: bool(prefix) and draw() < 0.5, budget=100).kind
         )
-    assert kinds.count(ORDER_DEPENDENT) < 0.12 * len(kinds), kinds.count(ORDER_DEPENDENT)
-    assert set(kinds) == {FLAKY, ORDER_DEPENDENT}
+    assert kinds.count(ORDER_DEPENDENT) <= 0.005 * len(kinds), kinds.count(ORDER_DEPENDENT)
+    assert FLAKY in kinds
