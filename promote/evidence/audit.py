@@ -132,6 +132,9 @@ def observe(
         page = preflight(cfg.docs, run_id=run_id, commit=commit, push=push)
     result = check(ws, candidate)
     run = run_tests(cfg, on_progress=on_progress, run_id=run_id, on_step=on_step) if cfg.packages else None
+    if run is not None and run.unstored is not None:
+        # The pages are built from the stored run: without it there is no evidence to publish.
+        raise state.StateError(f"the run's records were not stored: {run.unstored}")
     outcomes = run_checks(ws, result, run)
     # Each accelerated path's switch both ways and parity; its bench only when asked (benches are long).
     accel = run_accelerations(cfg, bench=bench, on_progress=on_progress) if cfg.accelerations else None

@@ -13,7 +13,7 @@ import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -51,6 +51,7 @@ class RunResult:
     packages: tuple[PackageResult, ...]
     out_dir: Path
     stations: Inventory | None = None
+    unstored: str | None = None  # why the run's records could not be stored (a full disk); its results stand
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -69,6 +70,7 @@ class RunResult:
             "findings": [f.to_json() for f in self.findings],
             "results": str(self.out_dir),
             "stations": self.stations.to_json() if self.stations is not None else None,
+            "unstored": self.unstored,
         }
 
 
@@ -181,7 +183,11 @@ def run_tests(
         # As each station was when the tests ran: detected here, and detected there for remote packages.
         stations=remote.as_detected(fleet, results),
     )
-    write_reports(result, wall_s=time.monotonic() - t0)
+    try:
+        write_reports(result, wall_s=time.monotonic() - t0)
+    except state.StateError as e:
+        # Every test ran and the report can still be printed: a full disk takes the stored records only.
+        result = replace(result, unstored=str(e))
     return result
 
 

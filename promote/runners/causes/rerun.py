@@ -9,7 +9,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,7 +103,8 @@ class Rerunner:
         with self._lock:
             self.invocations += 1
             out_dir = self.base / (name or f"rerun-{self.invocations:03d}")
-        state.private_dir(out_dir)
+        with _own_files():
+            state.private_dir(out_dir)
         return out_dir
 
     def _pytest(self, out_dir: Path, *options: str, tests: int | None = None) -> Ran:
@@ -126,7 +127,9 @@ class Rerunner:
         if self.station is not None:
             cmd.append(f"--promote-station={self.station}")
         log = out_dir / "pytest.log"
-        with state.open_private_log(log) as sink:
+        with _own_files():
+            sink = state.open_private_log(log)
+        with sink:
             # Its own session: a test killed for its time takes the processes it started with it.
             proc = subprocess.Popen(
                 cmd,
@@ -177,7 +180,8 @@ class Rerunner:
         """Run `tests` in this order in one fresh process, nothing restored; what each did."""
         out_dir = self._next_dir(name)
         select = out_dir / "select.txt"
-        state.write_private(select, "".join(f"{t}\n" for t in tests))
+        with _own_files():
+            state.write_private(select, "".join(f"{t}\n" for t in tests))
         self._pytest(
             out_dir,
             *_options(out_dir, f"--promote-select={select}"),
@@ -194,10 +198,12 @@ class Rerunner:
         out_dir = self._next_dir()
         tests = [*prefix, victim]
         select = out_dir / "select.txt"
-        state.write_private(select, "".join(f"{t}\n" for t in tests))
+        with _own_files():
+            state.write_private(select, "".join(f"{t}\n" for t in tests))
         options = [f"--promote-select={select}"]
         if ignore:
-            ignored = state.write_private(out_dir / "ignore.txt", "".join(f"{m}\n" for m in ignore))
+            with _own_files():
+                ignored = state.write_private(out_dir / "ignore.txt", "".join(f"{m}\n" for m in ignore))
             options.append(f"--promote-ignore={ignored}")
         done = self._pytest(out_dir, *_options(out_dir, *options), tests=len(tests))
         failed = judged_failed([t for r in read_all_results(out_dir) for t in r.tests], victim)
@@ -221,6 +227,15 @@ class Rerunner:
         else:
             why = why_not_run(done.log, done.status)
         raise RerunError(f"{victim} did not run in a rerun of {self.pkg.name}: {why} (log: {done.log})")
+
+
+@contextlib.contextmanager
+def _own_files() -> Iterator[None]:
+    """A rerun whose own files cannot be written (a full disk) cannot tell: the run's results still stand."""
+    try:
+        yield
+    except state.StateError as e:
+        raise RerunError(f"the rerun could not write its files: {e}") from None
 
 
 def _options(out_dir: Path, *more: str) -> tuple[str, ...]:
