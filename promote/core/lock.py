@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from promote.core.errors import PromoteError
-from promote.core.state import private_file, state_dir
+from promote.core.state import StateError, private_file, read_state, state_dir
 
 LOCK = "lock"
 # How long a second run waits for the first by default; PROMOTE_LOCK_WAIT_S overrides it.
@@ -36,8 +36,8 @@ def wait_default() -> float:
 def holder(path: Path) -> str:
     """Who holds the lock, as its holder wrote it: pid, command and start time."""
     try:
-        info = json.loads(path.read_text(encoding="utf-8").strip() or "{}")
-    except (OSError, ValueError):
+        info = json.loads(read_state(path).decode("utf-8").strip() or "{}")
+    except (OSError, ValueError, StateError):
         info = {}
     if not isinstance(info, dict) or "pid" not in info:
         return "a promote run that has not said who it is yet"

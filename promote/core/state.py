@@ -61,6 +61,22 @@ def private_file(path: Path, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
     return os.open(path, flags | os.O_CREAT | os.O_CLOEXEC | nofollow, 0o600)
 
 
+def read_state(path: Path) -> bytes:
+    """The bytes of a file of promote's state; b"" when it is missing. A symlink there is refused, never read:
+    a checkout can hold one pointing at any file of the machine, and promote would show or parse it."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0) if _inside_state(path) else 0
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | nofollow)
+    except FileNotFoundError:
+        return b""
+    except OSError as e:
+        if path.is_symlink():
+            raise StateError(f"{path} is a symlink; promote does not follow symlinks in its state directory") from None
+        raise StateError(f"cannot read {path}: {e.strerror or e}") from None
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
 def write_private(path: Path, text: str) -> Path:
     """Write `text` to `path` (replacing what was there), created 0600 in a 0700 directory."""
     private_dir(path.parent)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar, get_args
 
 from promote.core.redact import redact
-from promote.core.state import StateError, private_file, state_dir, state_path
+from promote.core.state import StateError, private_file, read_state, state_dir, state_path
 from promote.core.vocab import ADVANCED, MERGED, MergeMirrorState, MergeVerdict
 
 JOURNAL = "journal.jsonl"
@@ -140,7 +140,7 @@ def read(root: Path) -> list[Entry]:
     """Every journal entry, oldest first; a line cut short by a crash, or not an entry, is skipped."""
     path = state_path(root) / JOURNAL
     try:
-        data = path.read_bytes() if path.exists() else b""
+        data = read_state(path)
     except OSError as e:
         raise StateError(f"cannot read the journal {path}: {e.strerror or e}") from None
     entries = []
