@@ -9,6 +9,7 @@ from promote.config import DocsConfig
 from promote.config.pagepath import path_problem
 from promote.core.errors import UsageError
 from promote.core.git import Repo
+from promote.evidence.publish_leftovers import is_leftover
 
 
 def page_path(docs: DocsConfig, *, run_id: str, commit: str) -> str:
@@ -89,7 +90,8 @@ def preflight(docs: DocsConfig, *, run_id: str, commit: str, push: bool = False)
     repo = Repo(docs.repo)
     rel = page_path(docs, run_id=run_id, commit=commit)
     check_target(repo, rel)
-    if uncommitted(repo, [rel]) is not None:
+    if uncommitted(repo, [rel]) is not None and not is_leftover(repo, rel):
+        # A killed publisher's leftover is put back under the publish lock; anything else is someone's work.
         raise UsageError(
             f"{repo.root / rel} has uncommitted changes in the docs repository; commit or stash them first"
         )

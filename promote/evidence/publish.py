@@ -18,6 +18,7 @@ from promote.core.git import Repo
 from promote.core.lock import hold_file, wait_default
 from promote.core.process import Finished
 from promote.core.vocab import PublishStatus, PushStatus
+from promote.evidence import publish_leftovers as leftovers
 from promote.evidence.docs_target import check_target, page_path, preflight, uncommitted
 
 __all__ = ["PublishResult", "page_path", "preflight", "publish"]
@@ -108,6 +109,8 @@ def _line(e: BaseException) -> str:
 def _commit(repo: Repo, files: Mapping[str, str], message: str) -> PublishResult:
     rels = tuple(files)
     targets = {rel: check_target(repo, rel) for rel in rels}
+    pending = leftovers.note_path(repo)
+    leftovers.recover(repo, pending)
     dirty = uncommitted(repo, list(rels))
     if dirty is not None:
         raise _Refused(f"{repo.root / dirty} has uncommitted changes in the docs repository; commit or stash them")
@@ -115,10 +118,12 @@ def _commit(repo: Repo, files: Mapping[str, str], message: str) -> PublishResult
     index = Path(repo.out("rev-parse", "--path-format=absolute", "--git-path", INDEX_NAME).strip())
     undo = _Undo()
     try:
+        leftovers.note(pending, {rel: text.encode("utf-8") for rel, text in files.items()})
         for rel, text in files.items():
             undo.write(targets[rel], text.encode("utf-8"))
         blobs = {rel: _hash(repo, rel) for rel in rels}
         if before is not None and all(_blob_at(repo, before, rel) == blob for rel, blob in blobs.items()):
+            leftovers.done(pending)
             return PublishResult("unchanged", repo.root, rels, commit=before)
         _stage(repo, index, before, blobs)
         done = repo.run(
@@ -136,7 +141,9 @@ def _commit(repo: Repo, files: Mapping[str, str], message: str) -> PublishResult
         raise
     finally:
         index.unlink(missing_ok=True)
-    return _read_back(repo, before, after, blobs)
+    result = _read_back(repo, before, after, blobs)
+    leftovers.done(pending)
+    return result
 
 
 def _taken_back(repo: Repo, rels: tuple[str, ...], before: str | None, undo: _Undo, cause: str) -> PublishResult:
@@ -150,6 +157,7 @@ def _taken_back(repo: Repo, rels: tuple[str, ...], before: str | None, undo: _Un
         left += [dirty] if dirty is not None else []
     if repo.resolve("HEAD") != before:
         left.append(f"HEAD is no longer {before}")
+    leftovers.done(leftovers.note_path(repo))
     return PublishResult("refused", repo.root, rels, cause=cause, left_behind=tuple(left))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -321,3 +322,37 @@ def test_sigterm_during_the_docs_pre_commit_hook_leaves_the_docs_repository_as_i
     again = run(fleet.work, "audit", "--publish")
     assert again.exit_code == 0, again.output
     assert "published: committed docs/evidence/latest.md, docs/evidence/index.md" in again.stdout
+
+
+def test_a_publisher_killed_past_catching_leaves_leftovers_the_next_publish_recognises_as_its_own(
+    tmp_path: Path,
+) -> None:
+    fleet, docs = docs_fleet(tmp_path, gates="pass")
+    started = tmp_path / "hook-started"
+    hook = docs / ".git" / "hooks" / "pre-commit"
+    hook.write_text(f"#!/bin/sh\ntouch {started}\nsleep 30\n")
+    hook.chmod(0o755)
+    before = docs_state(docs)
+    audit = subprocess.Popen(
+        [sys.executable, "-m", "promote", "audit", "--publish"], cwd=fleet.work,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not started.exists():
+        assert audit.poll() is None and time.monotonic() < deadline, audit.communicate()
+        time.sleep(0.05)
+    # SIGKILL to the whole group: nothing of promote's runs on this way out, the hook dies with it.
+    os.killpg(audit.pid, signal.SIGKILL)
+    audit.communicate(timeout=30)
+    assert (docs / "docs" / "evidence" / "latest.md").is_file()  # what the killed publisher left
+    # Someone's own change beside it is theirs, and stays.
+    (docs / "notes.md").write_text("mine\n")
+    hook.unlink()
+
+    again = run(fleet.work, "audit", "--publish")
+
+    assert again.exit_code == 0, again.output
+    assert "published: committed docs/evidence/latest.md, docs/evidence/index.md" in again.stdout
+    assert git(docs, "status", "--porcelain", "--untracked-files=all") == "?? notes.md"
+    assert git(docs, "rev-parse", "HEAD~1") == before["head"]
+    assert not list((docs / ".git").glob("promote-publish.pending*"))
