@@ -292,7 +292,8 @@ def test_publish_ignores_an_exported_git_dir_and_commits_into_the_docs_repositor
     assert git(fleet.work, "status", "--porcelain", "--untracked-files=no") == ""
 
 
-def test_sigterm_during_the_docs_pre_commit_hook_leaves_the_docs_repository_as_it_was(tmp_path: Path) -> None:
+def audit_in_the_docs_hook(tmp_path: Path) -> tuple[Fleet, Path, Path, dict[str, str], subprocess.Popen[str]]:
+    """`audit --publish` in its own process group, waited for until the docs pre-commit hook (a sleep) runs."""
     fleet, docs = docs_fleet(tmp_path, gates="pass")
     started = tmp_path / "hook-started"
     hook = docs / ".git" / "hooks" / "pre-commit"
@@ -308,6 +309,11 @@ def test_sigterm_during_the_docs_pre_commit_hook_leaves_the_docs_repository_as_i
     while not started.exists():
         assert audit.poll() is None and time.monotonic() < deadline, audit.communicate()
         time.sleep(0.05)
+    return fleet, docs, hook, before, audit
+
+
+def test_sigterm_during_the_docs_pre_commit_hook_leaves_the_docs_repository_as_it_was(tmp_path: Path) -> None:
+    fleet, docs, hook, before, audit = audit_in_the_docs_hook(tmp_path)
     audit.send_signal(signal.SIGTERM)
     out, err = audit.communicate(timeout=30)
 
@@ -327,20 +333,7 @@ def test_sigterm_during_the_docs_pre_commit_hook_leaves_the_docs_repository_as_i
 def test_a_publisher_killed_past_catching_leaves_leftovers_the_next_publish_recognises_as_its_own(
     tmp_path: Path,
 ) -> None:
-    fleet, docs = docs_fleet(tmp_path, gates="pass")
-    started = tmp_path / "hook-started"
-    hook = docs / ".git" / "hooks" / "pre-commit"
-    hook.write_text(f"#!/bin/sh\ntouch {started}\nsleep 30\n")
-    hook.chmod(0o755)
-    before = docs_state(docs)
-    audit = subprocess.Popen(
-        [sys.executable, "-m", "promote", "audit", "--publish"], cwd=fleet.work,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while not started.exists():
-        assert audit.poll() is None and time.monotonic() < deadline, audit.communicate()
-        time.sleep(0.05)
+    fleet, docs, hook, before, audit = audit_in_the_docs_hook(tmp_path)
     # SIGKILL to the whole group: nothing of promote's runs on this way out, the hook dies with it.
     os.killpg(audit.pid, signal.SIGKILL)
     audit.communicate(timeout=30)
