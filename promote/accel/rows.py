@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from promote.accel.effect import acceptance_text
 from promote.accel.engaged import grouped, secs, share
 from promote.accel.ledger import Engagement, Tally
 from promote.accel.results import AccelResult, BenchResult, ParityResult, SwitchRun
@@ -18,7 +19,8 @@ def rows(r: AccelResult) -> list[tuple[str, str]]:
         off, on = r.switch.off, r.switch.on
         out.append((f"Kill switch `{r.env}={switch_off}`", f"{_tests(off)} off, {_tests(on)} on ({r.env}={switch_on})"))
         if measured and r.switch.engagement is not None:
-            out.append((f"Served in its tests with `{r.env}={switch_on}`", share(r.name, r.switch.engagement.on)))
+            served = r.switch.engagement.on
+            out.append((f"Served in its tests with `{r.env}={switch_on}`", share(r.name, served) + _accepted(served)))
     elif r.switch_error:
         out.append((f"Kill switch `{r.env}={switch_off}`", f"not run: {r.switch_error}"))
     if r.parity is not None:
@@ -50,7 +52,13 @@ def _covers(e: Engagement | None, measured: bool, what: str) -> str:
     if on.served == 0:
         return f"; vacuous: the path served 0 of {on.requests} requests ({off_text})"
     notes = [off_text, *([_unreadable(on)] if on.unparseable else [])]
+    notes += [t for t in (acceptance_text(on.acceptance),) if t]
     return f"; {what} covers {on.served} of {on.requests} requests ({'; '.join(notes)})"
+
+
+def _accepted(t: Tally, sep: str = "; ") -> str:
+    text = acceptance_text(t.acceptance)
+    return "" if text is None else f"{sep}{text}"
 
 
 def _unreadable(t: Tally) -> str:
@@ -66,7 +74,7 @@ def _bench_served(name: str, b: BenchResult, measured: bool) -> str:
     on = b.engagement.on
     if on.served == 0:
         return f"not a measurement of {name}: it served 0 of {on.requests} requests in the candidate arm (timed {text})"
-    return f"{text}; the candidate arm's path served {on.served} of {on.requests} requests"
+    return f"{text}; the candidate arm's path served {on.served} of {on.requests} requests{_accepted(on, ', ')}"
 
 
 def _tests(run: SwitchRun) -> str:
