@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -227,3 +228,36 @@ def test_a_finding_about_the_path_does_not_name_it_twice(tmp_path: Path) -> None
     assert {f["check"] for f in about_path} >= {"parity-missing", "switch-ineffective"}
     assert not [f for f in about_path if f["message"].startswith("Spec")]
     assert "Spec: Spec" not in run(tmp_path, "accel").stdout
+
+
+def test_the_sweep_shows_each_class_latency_off_and_on_and_its_acceptance(tmp_path: Path) -> None:
+    workspace(tmp_path, "works", steps=("sweep",))
+    code, data = accel_json(tmp_path)
+    classes = {c["label"]: c for c in data["accelerations"][0]["sweep"]["classes"]}
+    hot = classes["temperature=0.5"]
+    # The path on sleeps its 10 ms twice (the front door's and its own): slower than off, as the caller saw.
+    assert hot["answered_off_median_s"] is not None and hot["answered_median_s"] > hot["answered_off_median_s"]
+    assert hot["seat"]["acceptance"] == {"drafted": 12, "accepted": 9, "rate": 0.75}
+    text = run(tmp_path, "accel").stdout
+    header = next(line for line in text.splitlines() if "Request class" in line)
+    assert header.split() == [
+        "Request", "class", "Sent", "Served", "Declined", "Failed", "Answered", "elsewhere", "Accepted", "Median",
+        "s,", "off", "Median", "s,", "on",
+    ]  # fmt: skip
+    row = next(line for line in text.splitlines() if line.strip().startswith("temperature=0.5"))
+    assert "9 of 12 (75.0%)" in row and row.count("answered ") == 2
+    assert code == 0
+
+
+def test_a_sweep_without_a_ledger_says_not_measured_instead_of_zeros(tmp_path: Path) -> None:
+    workspace(tmp_path, "works", steps=("sweep",))
+    (tmp_path / "pkg" / "ledger.py").write_text("def record(*args, **kwargs):\n    pass\n")
+    code, data = accel_json(tmp_path)
+    assert [f["check"] for f in data["findings"]] == ["ledger-missing"]
+    assert "whether SPEC=0 switches it off is not measured" in data["findings"][0]["message"]
+    row = next(
+        line for line in run(tmp_path, "accel").stdout.splitlines() if line.strip().startswith("temperature=0.5")
+    )
+    cells = re.split(r"\s{2,}", row.strip())
+    assert cells[:7] == ["temperature=0.5", "3", *["not measured"] * 5]
+    assert code == 0
