@@ -261,3 +261,18 @@ def test_a_sweep_without_a_ledger_says_not_measured_instead_of_zeros(tmp_path: P
     cells = re.split(r"\s{2,}", row.strip())
     assert cells[:7] == ["temperature=0.5", "3", *["not measured"] * 5]
     assert code == 0
+
+
+def test_a_missing_model_directory_is_shown_whole_not_masked(tmp_path: Path) -> None:
+    workspace(tmp_path, "works")
+    models = tmp_path / "no-such-models"
+    (tmp_path / "pkg" / "path.py").write_text(
+        "import os, pathlib, sys\npathlib.Path(os.environ['SPEC_MODELS'], 'target', 'config.json').read_text()\n"
+    )
+    config = tmp_path / "promote.toml"
+    config.write_text(
+        config.read_text().replace('PATH_MODE = "works"', f'PATH_MODE = "works", SPEC_MODELS = "{models}"')
+    )
+    result = run(tmp_path, "accel", "--no-bench")
+    assert f"{models}/target/config.json" in result.stdout
+    assert "***" not in result.stdout
