@@ -21,11 +21,20 @@ from promote.config.settings import AccelerationConfig, Config
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
 from promote.core.findings import Finding
 from promote.core.git import run_git
-from promote.core.vocab import AccelVerdict, is_red
+from promote.core.vocab import AccelStep, AccelVerdict, is_red
 from promote.runners.package import ProgressCallback
 from promote.runners.suite import RunResult
 
 Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Undecided:
+    """A step of one path that could not decide: its error line, or None for a bench whose interval straddles."""
+
+    name: str
+    step: AccelStep
+    error: str | None
 
 
 @dataclass(frozen=True)
@@ -39,18 +48,26 @@ class AccelReport:
         return tuple(f for r in self.results for f in r.findings)
 
     @property
+    def undecided(self) -> tuple[Undecided, ...]:
+        """Each step that could not decide, for which path, and its one line of why (None: the interval straddles)."""
+        out = []
+        for r in self.results:
+            if r.switch_error:
+                out.append(Undecided(r.name, "switch", r.switch_error))
+            if r.parity and r.parity.verdict == "error":
+                out.append(Undecided(r.name, "parity", r.parity.error))
+            if r.bench and r.bench.verdict in ("undecided", "error"):
+                out.append(Undecided(r.name, "bench", r.bench.error))
+            if r.sweep and r.sweep.error:
+                out.append(Undecided(r.name, "sweep", r.sweep.error))
+        return tuple(out)
+
+    @property
     def verdict(self) -> AccelVerdict:
         """broken (a switch or parity fails), undecided (something could not be decided) or holds."""
         if any(f.severity == "error" for f in self.findings):
             return "broken"
-        for r in self.results:
-            if r.switch_error or (r.parity and r.parity.verdict == "error"):
-                return "undecided"
-            if r.bench and r.bench.verdict in ("undecided", "error"):
-                return "undecided"
-            if r.sweep and r.sweep.error:
-                return "undecided"
-        return "holds"
+        return "undecided" if self.undecided else "holds"
 
     @property
     def exit_code(self) -> int:
@@ -59,6 +76,7 @@ class AccelReport:
     def to_json(self) -> dict[str, object]:
         return {
             "verdict": self.verdict,
+            "undecided": [{"name": u.name, "step": u.step, "error": u.error} for u in self.undecided],
             "accelerations": [r.to_json() for r in self.results],
             "findings": [f.to_json() for f in self.findings],
         }

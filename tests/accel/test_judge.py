@@ -276,3 +276,18 @@ def test_a_missing_model_directory_is_shown_whole_not_masked(tmp_path: Path) -> 
     result = run(tmp_path, "accel", "--no-bench")
     assert f"{models}/target/config.json" in result.stdout
     assert "***" not in result.stdout
+
+
+def test_undecided_says_which_step_and_why(tmp_path: Path) -> None:
+    workspace(tmp_path, "works")
+    config = tmp_path / "promote.toml"
+    config.write_text(config.read_text().replace('"path.py", "parity"', '"gone.py", "parity"'))
+    code, data = accel_json(tmp_path, "--no-bench")
+    [undecided] = data["undecided"]
+    assert (undecided["name"], undecided["step"]) == ("Spec", "parity")
+    assert undecided["error"].startswith("`") and "gone.py" in undecided["error"] and "exited 2" in undecided["error"]
+    assert data["verdict"] == "undecided" and code == 3
+    text = run(tmp_path, "accel", "--no-bench").stdout
+    assert (
+        f"UNDECIDED: some evidence could not be decided, in these steps:\n  Spec: parity: {undecided['error']}" in text
+    )
