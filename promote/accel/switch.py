@@ -80,7 +80,7 @@ def kill_switch(
     if any(ran_on(p) is not None for r in (run_off, run_on) for p in r.packages):
         # The tests ran on another station: their ledger was written there, and an empty one here proves nothing.
         engaged = None
-    return SwitchResult(accel.switch.env, off, on, engaged), (run_off, run_on)
+    return SwitchResult(accel.switch.env, off, on, engaged, (run_off, run_on)), (run_off, run_on)
 
 
 def stations(accel: AccelerationConfig, runs: tuple[RunResult, ...], *, here: bool) -> tuple[StationBuild, ...]:

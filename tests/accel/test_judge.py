@@ -291,3 +291,18 @@ def test_undecided_says_which_step_and_why(tmp_path: Path) -> None:
     assert (
         f"UNDECIDED: some evidence could not be decided, in these steps:\n  Spec: parity: {undecided['error']}" in text
     )
+
+
+def test_the_switch_runs_accel_prints_are_in_the_history_and_not_compared_with_the_packages_own(tmp_path: Path) -> None:
+    workspace(tmp_path, "works")
+    _, data = accel_json(tmp_path, "--no-bench")
+    switch = data["accelerations"][0]["switch"]
+    for way, value in (("off", "0"), ("on", "1")):
+        code, shown = run_json(tmp_path, "history", switch[way]["run"])
+        assert code == 0 and shown["run"] == switch[way]["run"] and shown["kind"] == "accel-switch"
+        assert shown["command"].endswith(f"(SPEC={value})")
+        assert [t["test"] for t in shown["tests"]] == ["tests/test_path.py::test_the_path_answers"]
+    # A later run of the package's own tests has no earlier run of its own to compare with.
+    code, tested = run_json(tmp_path, "test")
+    code, shown = run_json(tmp_path, "history", tested["run"])
+    assert shown["deltas"]["previous"] is None
