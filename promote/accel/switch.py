@@ -62,6 +62,8 @@ def run_way(
     }  # fmt: skip
     outcomes = {t.nodeid: t.outcome for t in pkg.tests if t.parent is None}
     outcomes.update({t: "error" for t in pkg.crashed_tests})
+    # A test no station here can run is blocked, not red: neither way of the switch ran it.
+    outcomes.update({t: "blocked" for t in pkg.blocked_tests})
     return SwitchRun(value, counts, outcomes, result.run_id), result, None if cut is None else cut.size
 
 
