@@ -6,7 +6,11 @@ import json
 import re
 import shutil
 import sys
+from importlib.resources import files
 from pathlib import Path
+
+import jsonschema
+import pytest
 
 from tests.accel.test_ledger import WRITER, accel_json, by_check
 from tests.helpers.cli import run, run_json
@@ -306,3 +310,24 @@ def test_the_switch_runs_accel_prints_are_in_the_history_and_not_compared_with_t
     code, tested = run_json(tmp_path, "test")
     code, shown = run_json(tmp_path, "history", tested["run"])
     assert shown["deltas"]["previous"] is None
+
+
+def test_the_stdlib_writer_records_token_counts_and_refuses_impossible_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    schema = json.loads(files("promote").joinpath("schemas/ledger.schema.json").read_text("utf-8"))
+    from promote.accel.ledger_writer import record
+
+    ledger = tmp_path / "ledger.jsonl"
+    monkeypatch.setenv("PROMOTE_LEDGER", str(ledger))
+    record("Spec", "served", seconds=0.2, request={}, drafted=4, accepted=0)
+    record("Spec", "served", seconds=0.2, request={})
+    for drafted, accepted in ((4, 5), (None, 1), (-1, None)):
+        with pytest.raises(ValueError, match="must be"):
+            record("Spec", "served", seconds=0.1, request={}, drafted=drafted, accepted=accepted)
+    lines = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert [(line.get("drafted"), line.get("accepted")) for line in lines] == [(4, 0), (None, None)]
+    for line in lines:
+        jsonschema.validate(line, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**lines[1], "accepted": 1}, schema)
