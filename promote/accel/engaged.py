@@ -27,7 +27,12 @@ def secs(v: float) -> str:
 
 def share(name: str, t: Tally) -> str:
     """`DFlash2 served 0 of 3 requests (declined 3: RuntimeError ...)`: the tally of one arm in a sentence."""
-    text = f"{name} served {t.served} of {t.requests} request{'s' if t.requests != 1 else ''}"
+    return f"{name} {served(t)}"
+
+
+def served(t: Tally) -> str:
+    """`served 0 of 3 requests (declined 3: RuntimeError ...)`: a finding about the path names it as its subject."""
+    text = f"served {t.served} of {t.requests} request{'s' if t.requests != 1 else ''}"
     parts = []
     if t.declined:
         parts.append(f"declined {t.declined}: {grouped(t.declined_reasons)}")
@@ -45,21 +50,22 @@ def vacuous(
     out = []
     name, env, on = accel.name, accel.switch.env, accel.switch.on
     if parity is not None and parity.engagement is not None and parity.engagement.on.served == 0:
-        msg = f"{share(name, parity.engagement.on)} in the parity run with {env}={on}: identical outputs prove nothing"
+        msg = f"{served(parity.engagement.on)} in the parity run with {env}={on}: identical outputs prove nothing"
         out.append(Finding("parity-vacuous", "error", name, msg, f"{env}={on}"))
     if timed is not None and timed.engagement is not None and timed.engagement.on.served == 0:
-        msg = f"{share(name, timed.engagement.on)} in the bench's candidate arm: its speedup is not the path's"
+        msg = f"{served(timed.engagement.on)} in the bench's candidate arm: its speedup is not the path's"
         out.append(Finding("bench-vacuous", "error", name, msg, f"{env}={on}"))
     if switch is not None and switch.engagement is not None and switch.engagement.on.served == 0:
-        msg = f"{share(name, switch.engagement.on)} while its tests ran with {env}={on}: they pass without it"
+        msg = f"{served(switch.engagement.on)} while its tests ran with {env}={on}: they pass without it"
         out.append(Finding("switch-vacuous", "warning", name, msg, f"{env}={on}"))
     return out
 
 
 def missing(accel: AccelerationConfig) -> Finding:
     msg = (
-        f"{accel.name}: no run wrote a ledger line (PROMOTE_LEDGER was set for each): what it served is not "
-        "measured, so its switch, parity and bench results may not be the path's"
+        "no run wrote a ledger line (PROMOTE_LEDGER was set for each): what it served is not measured, so its "
+        f"switch, parity and bench results may not be the path's, and whether {accel.switch.env}={accel.switch.off} "
+        "switches it off is not measured either"
     )
     return Finding("ledger-missing", "warning", accel.name, msg)
 

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from tempfile import TemporaryDirectory
-from typing import Literal, cast
+from typing import Literal, TypeGuard, cast
 
 from promote.accel.ledger_writer import LEDGER_ENV, OUTCOMES
 from promote.core.vocab import LedgerOutcome as Outcome
@@ -27,6 +27,24 @@ class Entry:
     reason: str | None
     seconds: float
     request: Mapping[str, object]
+    drafted: int | None = None  # tokens the path proposed (a drafter's), when it counts them
+    accepted: int | None = None  # of those, the tokens the target kept
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """The tokens an arm's path drafted and how many were accepted (from the lines that count them)."""
+
+    drafted: int
+    accepted: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.accepted / self.drafted if self.drafted else None
+
+    def to_json(self) -> dict[str, object]:
+        rate = self.rate
+        return {"drafted": self.drafted, "accepted": self.accepted, "rate": None if rate is None else round(rate, 4)}
 
 
 @dataclass(frozen=True)
@@ -42,6 +60,7 @@ class Tally:
     served_s: float | None = None
     declined_s: float | None = None
     failed_s: float | None = None
+    acceptance: Acceptance | None = None  # None: no line counted drafted tokens
 
     @property
     def requests(self) -> int:
@@ -59,6 +78,7 @@ class Tally:
             "failed_reasons": [{"reason": r, "count": n} for r, n in self.failed_reasons],
             "median_s": {"served": _round(self.served_s), "declined": _round(self.declined_s),
                          "failed": _round(self.failed_s)},
+            "acceptance": None if self.acceptance is None else self.acceptance.to_json(),
         }  # fmt: skip
 
 
@@ -98,13 +118,25 @@ def _entry(line: str, accel: str) -> Entry | Literal[False] | None:
         return False
     if not isinstance(request, dict):
         return False
-    return Entry(cast(Outcome, outcome), reason, float(seconds), request)
+    drafted, accepted = raw.get("drafted"), raw.get("accepted")
+    if not (_tokens(drafted) and _tokens(accepted)):
+        return False
+    # Accepted tokens are some of the drafted ones: more than were drafted, or none drafted, is not a count.
+    if accepted is not None and (drafted is None or accepted > drafted):
+        return False
+    return Entry(cast(Outcome, outcome), reason, float(seconds), request, drafted, accepted)
 
 
-def read(path: Path, accel: str) -> tuple[tuple[Entry, ...], int]:
-    """The path's entries in the file (none when it is absent) and how many lines were not ledger lines."""
+def _tokens(v: object) -> TypeGuard[int | None]:
+    """Absent, or a count of tokens: an int >= 0 (not a bool)."""
+    return v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+
+
+def read(path: Path, accel: str, *, upto: int | None = None) -> tuple[tuple[Entry, ...], int]:
+    """The path's entries in the file (none when it is absent; its first `upto` bytes) and the lines that were not."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with path.open("rb") as f:
+            text = f.read(-1 if upto is None else upto).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return (), 0
     entries, bad = [], 0
@@ -123,10 +155,19 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def acceptance(entries: Iterable[Entry]) -> Acceptance | None:
+    """Drafted and accepted tokens summed over the entries that count them; None when none does."""
+    counting = [e for e in entries if e.drafted is not None]
+    if not counting:
+        return None
+    return Acceptance(sum(e.drafted or 0 for e in counting), sum(e.accepted or 0 for e in counting))
+
+
 def tally(entries: Iterable[Entry], unparseable: int = 0) -> Tally:
     """Count the entries by outcome; reasons grouped by their text."""
     by: dict[str, list[Entry]] = {o: [] for o in OUTCOMES}
-    for e in entries:
+    kept = list(entries)
+    for e in kept:
         by[e.outcome].append(e)
 
     def reasons(outcome: str) -> tuple[tuple[str, int], ...]:
@@ -137,12 +178,12 @@ def tally(entries: Iterable[Entry], unparseable: int = 0) -> Tally:
         served=len(by["served"]), declined=len(by["declined"]), failed=len(by["failed"]), unparseable=unparseable,
         declined_reasons=reasons("declined"), failed_reasons=reasons("failed"),
         served_s=_median([e.seconds for e in by["served"]]), declined_s=_median([e.seconds for e in by["declined"]]),
-        failed_s=_median([e.seconds for e in by["failed"]]),
+        failed_s=_median([e.seconds for e in by["failed"]]), acceptance=acceptance(kept),
     )  # fmt: skip
 
 
-def read_tally(path: Path, accel: str) -> Tally:
-    entries, bad = read(path, accel)
+def read_tally(path: Path, accel: str, *, upto: int | None = None) -> Tally:
+    entries, bad = read(path, accel, upto=upto)
     return tally(entries, bad)
 
 

@@ -12,6 +12,7 @@ from promote.core.vocab import BenchVerdict, ParityVerdict, is_red, parity_holds
 
 if TYPE_CHECKING:
     from promote.accel.sweep import SweepResult
+    from promote.runners.suite import RunResult
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,7 @@ class SwitchResult:
     off: SwitchRun
     on: SwitchRun
     engagement: Engagement | None = None
+    runs: tuple[RunResult, ...] = field(default=(), compare=False, repr=False)  # off, on: stored for the history
 
     @property
     def holds(self) -> bool:

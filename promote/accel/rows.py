@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from promote.accel.effect import acceptance_text, rate_text
 from promote.accel.engaged import grouped, secs, share
 from promote.accel.ledger import Engagement, Tally
 from promote.accel.results import AccelResult, BenchResult, ParityResult, SwitchRun
@@ -18,7 +19,8 @@ def rows(r: AccelResult) -> list[tuple[str, str]]:
         off, on = r.switch.off, r.switch.on
         out.append((f"Kill switch `{r.env}={switch_off}`", f"{_tests(off)} off, {_tests(on)} on ({r.env}={switch_on})"))
         if measured and r.switch.engagement is not None:
-            out.append((f"Served in its tests with `{r.env}={switch_on}`", share(r.name, r.switch.engagement.on)))
+            served = r.switch.engagement.on
+            out.append((f"Served in its tests with `{r.env}={switch_on}`", share(r.name, served) + _accepted(served)))
     elif r.switch_error:
         out.append((f"Kill switch `{r.env}={switch_off}`", f"not run: {r.switch_error}"))
     if r.parity is not None:
@@ -50,7 +52,13 @@ def _covers(e: Engagement | None, measured: bool, what: str) -> str:
     if on.served == 0:
         return f"; vacuous: the path served 0 of {on.requests} requests ({off_text})"
     notes = [off_text, *([_unreadable(on)] if on.unparseable else [])]
+    notes += [t for t in (acceptance_text(on.acceptance),) if t]
     return f"; {what} covers {on.served} of {on.requests} requests ({'; '.join(notes)})"
+
+
+def _accepted(t: Tally, sep: str = "; ") -> str:
+    text = acceptance_text(t.acceptance)
+    return "" if text is None else f"{sep}{text}"
 
 
 def _unreadable(t: Tally) -> str:
@@ -66,7 +74,7 @@ def _bench_served(name: str, b: BenchResult, measured: bool) -> str:
     on = b.engagement.on
     if on.served == 0:
         return f"not a measurement of {name}: it served 0 of {on.requests} requests in the candidate arm (timed {text})"
-    return f"{text}; the candidate arm's path served {on.served} of {on.requests} requests"
+    return f"{text}; the candidate arm's path served {on.served} of {on.requests} requests{_accepted(on, ', ')}"
 
 
 def _tests(run: SwitchRun) -> str:
@@ -118,17 +126,27 @@ def sweep_text(s: SweepResult, measured: bool) -> str:
     return text if measured else f"{text}; {NOT_MEASURED}"
 
 
-SWEEP_HEADER = ("Request class", "Sent", "Served", "Declined", "Failed", "Answered elsewhere", "Median s")
+SWEEP_HEADER = (
+    "Request class", "Sent", "Served", "Declined", "Failed", "Answered elsewhere", "Accepted", "Median s, off",
+    "Median s, on",
+)  # fmt: skip
+NOT_COUNTED = "not measured"  # a cell the path's ledger would fill, when it wrote none
 
 
 def _median(label: str, v: float | None) -> str | None:
     return None if v is None else f"{label} {secs(v)}"
 
 
+def _accepted_cell(t: Tally) -> str:
+    a = t.acceptance
+    return "-" if a is None else f"{a.accepted} of {a.drafted} ({rate_text(a)})"
+
+
 def sweep_table(s: SweepResult | None) -> list[list[str]]:
     """The sweep's classes by outcome with the switch on (what the seat counted; elsewhere from the caller's view)."""
     if s is None or s.error is not None:
         return []
+    measured = s.ledger_lines > 0
     out = []
     for c in s.classes:
         t = c.seat
@@ -136,9 +154,12 @@ def sweep_table(s: SweepResult | None) -> list[list[str]]:
             _median("served", t.served_s), _median("declined", t.declined_s), _median("failed", t.failed_s),
             _median("answered", c.answered_s),
         ]  # fmt: skip
-        declined = f"{t.declined} ({grouped(t.declined_reasons, 1)})" if t.declined else "0"
-        failed = f"{t.failed} ({grouped(t.failed_reasons, 1)})" if t.failed else "0"
-        elsewhere = "not measured" if c.elsewhere is None else str(c.elsewhere)
-        out.append([c.label, str(c.sent), str(t.served), declined, failed, elsewhere,
-                    ", ".join(m for m in medians if m) or "-"])  # fmt: skip
+        off = _median("answered", c.answered_off_s) or "-"
+        if measured:
+            declined = f"{t.declined} ({grouped(t.declined_reasons, 1)})" if t.declined else "0"
+            failed = f"{t.failed} ({grouped(t.failed_reasons, 1)})" if t.failed else "0"
+            counts = [str(t.served), declined, failed, str(c.elsewhere), _accepted_cell(t)]
+        else:
+            counts = [NOT_COUNTED] * 5
+        out.append([c.label, str(c.sent), *counts, off, ", ".join(m for m in medians if m) or "-"])
     return out

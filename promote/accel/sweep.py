@@ -43,6 +43,7 @@ class SweepClass:
     seat: Tally  # the path's own count of this class's requests, switch on
     elsewhere: int | None  # answered, but neither served nor declined by the seat; None: no ledger to tell
     answered_s: float | None  # the caller's median seconds for an answered request
+    answered_off_s: float | None = None  # the same with the switch off: the latency the path is measured against
 
     @property
     def label(self) -> str:
@@ -54,6 +55,7 @@ class SweepClass:
             "caller_failed": self.caller_failed, "caller_failed_off": self.caller_failed_off,
             "first_error": self.first_error, "seat": self.seat.to_json(), "answered_elsewhere": self.elsewhere,
             "answered_median_s": None if self.answered_s is None else round(self.answered_s, 6),
+            "answered_off_median_s": None if self.answered_off_s is None else round(self.answered_off_s, 6),
         }  # fmt: skip
 
 
@@ -148,11 +150,11 @@ def compare(
         counted = tally(entries)
         answered = sum(s.ok for s in mine)
         failed = [s for s in mine if not s.ok]
-        off_failed = sum(not s.ok for s in caller["off"] if key_of(s.request, keys) == key)
+        off = [s for s in caller["off"] if key_of(s.request, keys) == key]
         elsewhere = max(0, answered - counted.served - counted.declined) if measured else None
         out.append(SweepClass(
-            key, len(mine), answered, len(failed), off_failed, failed[0].error if failed else None, counted,
-            elsewhere, _median([s.seconds for s in mine if s.ok]),
+            key, len(mine), answered, len(failed), sum(not s.ok for s in off), failed[0].error if failed else None,
+            counted, elsewhere, _median([s.seconds for s in mine if s.ok]), _median([s.seconds for s in off if s.ok]),
         ))  # fmt: skip
     return tuple(out)
 

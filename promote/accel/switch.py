@@ -9,6 +9,7 @@ from pathlib import Path
 from promote.accel.ledger import LEDGER_ENV, Engagement, fresh, read_tally
 from promote.accel.results import StationBuild, SwitchResult, SwitchRun
 from promote.config.settings import AccelerationConfig, Config
+from promote.runners.causes.investigate import Step
 from promote.runners.package import ProgressCallback
 from promote.runners.remote.station_run import ran_on
 from promote.runners.suite import RunResult, run_tests
@@ -28,12 +29,32 @@ def with_switch(config: Config, accel: AccelerationConfig, value: str, ledger: P
     return dataclasses.replace(config, packages=packages)
 
 
+class FirstPass:
+    """How much of the ledger the tests' first pass wrote: its size when promote's first rerun starts.
+
+    Reruns of a failing test (to find its cause) write to the same ledger; counting them would count a
+    failing test's requests once per rerun. Every rerun announces itself (a step) before it starts.
+    """
+
+    def __init__(self, ledger: Path) -> None:
+        self.ledger = ledger
+        self.size: int | None = None
+
+    def __call__(self, step: Step) -> None:
+        if self.size is None:
+            self.size = self.ledger.stat().st_size if self.ledger.exists() else 0
+
+
 def run_way(
     config: Config, accel: AccelerationConfig, value: str, on_progress: ProgressCallback | None,
     ledger: Path | None = None,
-) -> tuple[SwitchRun, RunResult]:  # fmt: skip
+) -> tuple[SwitchRun, RunResult, int | None]:  # fmt: skip
+    """The tests one way; and, with a ledger, how many of its bytes the first pass wrote (None: all of it)."""
     assert accel.package is not None
-    result = run_tests(with_switch(config, accel, value, ledger), package=accel.package, on_progress=on_progress)
+    cut = None if ledger is None else FirstPass(ledger)
+    result = run_tests(
+        with_switch(config, accel, value, ledger), package=accel.package, on_progress=on_progress, on_step=cut
+    )
     [pkg] = result.packages
     counts = {
         "passed": pkg.passed, "failed": pkg.failed, "errors": pkg.errors, "skipped": pkg.skipped,
@@ -41,7 +62,9 @@ def run_way(
     }  # fmt: skip
     outcomes = {t.nodeid: t.outcome for t in pkg.tests if t.parent is None}
     outcomes.update({t: "error" for t in pkg.crashed_tests})
-    return SwitchRun(value, counts, outcomes, result.run_id), result
+    # A test no station here can run is blocked, not red: neither way of the switch ran it.
+    outcomes.update({t: "blocked" for t in pkg.blocked_tests})
+    return SwitchRun(value, counts, outcomes, result.run_id), result, None if cut is None else cut.size
 
 
 def kill_switch(
@@ -50,13 +73,16 @@ def kill_switch(
     """Run the package's tests with the switch off, then on (each a stored run, each with a ledger of its own)."""
     engaged: Engagement | None
     with fresh("switch") as tmp:
-        off, run_off = run_way(config, accel, accel.switch.off, on_progress, tmp / "off.jsonl")
-        on, run_on = run_way(config, accel, accel.switch.on, on_progress, tmp / "on.jsonl")
-        engaged = Engagement(read_tally(tmp / "off.jsonl", accel.name), read_tally(tmp / "on.jsonl", accel.name))
+        off, run_off, off_size = run_way(config, accel, accel.switch.off, on_progress, tmp / "off.jsonl")
+        on, run_on, on_size = run_way(config, accel, accel.switch.on, on_progress, tmp / "on.jsonl")
+        engaged = Engagement(
+            read_tally(tmp / "off.jsonl", accel.name, upto=off_size),
+            read_tally(tmp / "on.jsonl", accel.name, upto=on_size),
+        )
     if any(ran_on(p) is not None for r in (run_off, run_on) for p in r.packages):
         # The tests ran on another station: their ledger was written there, and an empty one here proves nothing.
         engaged = None
-    return SwitchResult(accel.switch.env, off, on, engaged), (run_off, run_on)
+    return SwitchResult(accel.switch.env, off, on, engaged, (run_off, run_on)), (run_off, run_on)
 
 
 def stations(accel: AccelerationConfig, runs: tuple[RunResult, ...], *, here: bool) -> tuple[StationBuild, ...]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from promote.accel import bench as bench_mod
-from promote.accel import engaged
+from promote.accel import effect, engaged
 from promote.accel import switch as switch_mod
 from promote.accel.commands import Arm, CommandError
 from promote.accel.ledger import LEDGER_ENV, Engagement, fresh, read_tally
@@ -21,11 +21,20 @@ from promote.config.settings import AccelerationConfig, Config
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
 from promote.core.findings import Finding
 from promote.core.git import run_git
-from promote.core.vocab import AccelVerdict
+from promote.core.vocab import AccelStep, AccelVerdict, is_red
 from promote.runners.package import ProgressCallback
 from promote.runners.suite import RunResult
 
 Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Undecided:
+    """A step of one path that could not decide: its error line, or None for a bench whose interval straddles."""
+
+    name: str
+    step: AccelStep
+    error: str | None
 
 
 @dataclass(frozen=True)
@@ -39,18 +48,26 @@ class AccelReport:
         return tuple(f for r in self.results for f in r.findings)
 
     @property
+    def undecided(self) -> tuple[Undecided, ...]:
+        """Each step that could not decide, for which path, and its one line of why (None: the interval straddles)."""
+        out = []
+        for r in self.results:
+            if r.switch_error:
+                out.append(Undecided(r.name, "switch", r.switch_error))
+            if r.parity and r.parity.verdict == "error":
+                out.append(Undecided(r.name, "parity", r.parity.error))
+            if r.bench and r.bench.verdict in ("undecided", "error"):
+                out.append(Undecided(r.name, "bench", r.bench.error))
+            if r.sweep and r.sweep.error:
+                out.append(Undecided(r.name, "sweep", r.sweep.error))
+        return tuple(out)
+
+    @property
     def verdict(self) -> AccelVerdict:
         """broken (a switch or parity fails), undecided (something could not be decided) or holds."""
         if any(f.severity == "error" for f in self.findings):
             return "broken"
-        for r in self.results:
-            if r.switch_error or (r.parity and r.parity.verdict == "error"):
-                return "undecided"
-            if r.bench and r.bench.verdict in ("undecided", "error"):
-                return "undecided"
-            if r.sweep and r.sweep.error:
-                return "undecided"
-        return "holds"
+        return "undecided" if self.undecided else "holds"
 
     @property
     def exit_code(self) -> int:
@@ -59,6 +76,7 @@ class AccelReport:
     def to_json(self) -> dict[str, object]:
         return {
             "verdict": self.verdict,
+            "undecided": [{"name": u.name, "step": u.step, "error": u.error} for u in self.undecided],
             "accelerations": [r.to_json() for r in self.results],
             "findings": [f.to_json() for f in self.findings],
         }
@@ -127,6 +145,8 @@ def counted(
         # No count to read: today's results stand, labelled as such; the caller's view of the sweep still counts.
         return (engaged.missing(accel), *(engaged.sweep_findings(accel, sweep) if sweep is not None else ()))
     out = engaged.vacuous(accel, switch, parity, timed)
+    out += effect.ineffective(accel, effect.off_arms(accel, switch, parity, timed, sweep))
+    out += effect.idle(accel, effect.on_arms(switch, parity, timed, sweep))
     if sweep is not None:
         out += engaged.sweep_findings(accel, sweep)
     return tuple(out)
@@ -188,21 +208,23 @@ def judge(
             else:
                 msg = f"{accel.name}: passes with {env}={sw.off} but fails with the path on ({env}={sw.on})"
                 out.append(Finding("acceleration-broken", "error", test, msg, f"{env}={sw.on}"))
+    if switch is not None:
+        out += red_both_ways(accel, switch)
     if parity is not None and parity.verdict == "differs":
         where = f", first at {parity.first_mismatch}" if parity.first_mismatch else ""
         msg = (
-            f"{accel.name}: outputs differ with {env}={sw.on} and ={sw.off}: {parity.mismatched:,} of "
+            f"outputs differ with {env}={sw.on} and ={sw.off}: {parity.mismatched:,} of "
             f"{parity.total:,} values, max abs diff {parity.max_abs_diff:g}, max {parity.max_ulp} ULP{where}"
         )
         out.append(Finding("parity-differs", "error", accel.name, msg))
     if accel.bench is not None and (parity is None or not parity.proven):
         why = "no parity command is configured" if parity is None else f"parity is {parity.verdict}"
-        msg = f"{accel.name}: a speed target is claimed but numeric parity is not proven ({why}): speed before parity"
+        msg = f"a speed target is claimed but numeric parity is not proven ({why}): speed before parity"
         out.append(Finding("parity-missing", "warning", accel.name, msg))
     if timed is not None and timed.verdict == "missed" and timed.interval is not None:
         iv = timed.interval
         figure = f"{timed.speedup:.2f}x ({iv.low:.2f}-{iv.high:.2f})"
-        msg = f"{accel.name}: speedup {figure} is below the target {timed.target:g}x"
+        msg = f"speedup {figure} is below the target {timed.target:g}x"
         out.append(Finding("speed-target-missed", "warning", accel.name, msg))
     for s in stations:
         if s.validated is False:
@@ -211,6 +233,19 @@ def judge(
             msg = f"{accel.name}: ran on {build}, which is not among the builds it was validated on ({listed})"
             out.append(Finding("os-unvalidated", "warning", s.name, msg))
     return tuple(out)
+
+
+def red_both_ways(accel: AccelerationConfig, switch: SwitchResult) -> list[Finding]:
+    """`acceleration-tests-fail`: a test red with the path off and on; the switch proves nothing while it is."""
+    env, sw, out = accel.switch.env, accel.switch, []
+    for test, off in switch.off.outcomes.items():
+        if is_red(off) and is_red(switch.on.outcomes.get(test, "passed")):
+            msg = (
+                f"{accel.name}: fails with the path off ({env}={sw.off}) and on ({env}={sw.on}): "
+                "the package's tests must pass both ways"
+            )
+            out.append(Finding("acceleration-tests-fail", "error", test, msg))
+    return out
 
 
 def bench_only(

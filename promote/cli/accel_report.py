@@ -9,8 +9,10 @@ from promote.cli.render import findings_lines
 VERDICTS = {
     "holds": "every accelerated path holds",
     "broken": "BROKEN: a kill switch or parity fails, or the path's ledger or the sweep contradicts its evidence",
-    "undecided": "UNDECIDED: some evidence could not be decided",
+    "undecided": "UNDECIDED: some evidence could not be decided, in these steps:",
 }
+# The bench's one undecided step without an error line: it ran, and its interval holds the target.
+STRADDLES = "the speedup's interval includes the target: more rounds may decide it"
 
 
 def _table(body: list[list[str]]) -> list[str]:
@@ -38,4 +40,6 @@ def accel_report(report: AccelReport) -> str:
         lines += findings_lines(report.findings)
     lines.append("")
     lines.append(VERDICTS[report.verdict])
+    if report.verdict == "undecided":
+        lines += [f"  {u.name}: {u.step}: {u.error or STRADDLES}" for u in report.undecided]
     return "\n".join(lines)

@@ -122,13 +122,14 @@ def worth_redacting(value: str) -> bool:
 
 
 def plain_setting(value: str) -> bool:
-    """Whether a package `env` value is plainly configuration: a number, or the absolute path of something that exists.
+    """Whether a package `env` value is plainly configuration: a number, or an absolute path (on one line).
 
     Such values stay visible when their variable's name does not look secret: a model directory masked as
-    `***` would hide which checkpoint a test needed, and no credential is a path that exists on disk.
+    `***` would hide which checkpoint a test needed, above all when it is missing (`'***/target'` says
+    nothing of where it was looked for), and no credential is written as an absolute path.
     """
     v = value.strip()
-    return _NUMBER.fullmatch(v) is not None or (os.path.isabs(v) and os.path.exists(v))
+    return _NUMBER.fullmatch(v) is not None or (os.path.isabs(v) and "\n" not in v and " " not in v)
 
 
 def environ_secrets(env: Mapping[str, str], names: Iterable[str] = ()) -> frozenset[str]:

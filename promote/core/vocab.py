@@ -133,6 +133,7 @@ AccelVerdict = Literal["holds", "broken", "undecided"]
 ParityVerdict = Literal["identical", "within-tolerance", "differs", "error"]  # error: could not be decided
 BenchVerdict = Literal["met", "missed", "undecided", "measured", "error"]  # measured: no target to meet
 LedgerOutcome = Literal["served", "declined", "failed"]
+AccelStep = Literal["switch", "parity", "bench", "sweep"]  # the runs `promote accel` makes for one path
 
 
 def parity_holds(verdict: ParityVerdict) -> bool:

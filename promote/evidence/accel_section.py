@@ -15,10 +15,11 @@ from promote.core.vocab import worst
 from promote.evidence.gates import EVERY_PASSED, Gate, plural
 
 # A broken switch, a broken accelerated path or parity that differs: what was promoted is not what was tested.
-# So is evidence the path took no part in, and a path that fails requests or lets a fallback answer for it.
+# So is evidence the path took no part in, and a path that fails requests or lets a fallback answer for it,
+# a switch that leaves the path serving, and tests red both ways (the switch proves nothing about them).
 FAILS_TESTED = (
     "kill-switch-broken", "acceleration-broken", "parity-differs", "parity-vacuous", "bench-vacuous",
-    "acceleration-failed-request", "served-elsewhere",
+    "acceleration-failed-request", "served-elsewhere", "switch-ineffective", "acceleration-tests-fail",
 )  # fmt: skip
 # What a finding of each check is about: a test of the package, a class of the sweep's requests, or a run
 # (acceleration-broken names a test, or a request class when it comes from the sweep).
@@ -27,6 +28,7 @@ _SUBJECT_KIND = {
     "served-elsewhere": "request class",
     "parity-vacuous": "parity run",
     "bench-vacuous": "bench run",
+    "switch-ineffective": "kill switch",
 }
 
 

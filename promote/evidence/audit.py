@@ -28,7 +28,7 @@ from promote.evidence.history import History, StoredRun
 from promote.evidence.pages import Pages
 from promote.evidence.publish import PublishResult, preflight
 from promote.evidence.publish import publish as publish_page
-from promote.evidence.store import outcomes_of
+from promote.evidence.store import outcomes_of, record_switch_runs
 from promote.release import journal
 from promote.release.check import CheckResult, check
 from promote.release.deployed import audit_deployed
@@ -244,6 +244,7 @@ def audit(
     )
     if seen.accel is not None:
         record_accel(cfg, seen.accel, kind="audit", run_id=seen.run_id)
+        record_switch_runs(cfg, seen.accel, command, done.stored.commit)
     pages = evidence.write(doc, state.runs_dir(cfg.root) / seen.run_id, statements_of(ws, seen))
     published = None
     if cfg.docs is not None and seen.page is not None:

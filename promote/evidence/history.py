@@ -19,6 +19,8 @@ from promote.core.findings import Finding
 from promote.core.redact import current as current_redactor
 
 DB_NAME = "history.sqlite"
+# A run of a package's tests with an acceleration's switch forced one way: kept, never compared with the package's own.
+SWITCH_KIND = "accel-switch"
 
 # Versioned from the first release: `PRAGMA user_version` is the number of scripts applied.
 MIGRATIONS = (
@@ -292,8 +294,9 @@ class History:
         """The newest earlier run that is comparable: it ran every package `run` ran (a `--package` run is not).
 
         A full run after a `--package` run compares with the last full one; a `--package` run compares with the last
-        run that included its package. Earlier means before `run` in (started, id) order, of any kind; `run` need
-        not be stored yet, and its packages are taken from `run` itself, not from the database.
+        run that included its package. Earlier means before `run` in (started, id) order, of any kind but an
+        acceleration's switch runs (its env forced one way); `run` need not be stored yet, and its packages are
+        taken from `run` itself, not from the database.
         """
         packages = sorted(run.packages)
         if not packages:
@@ -301,10 +304,10 @@ class History:
         # Decided in SQL so that only the one run found is loaded: reading each earlier run in full until one
         # matched made `promote history` quadratic in the size of the history.
         row = self._db.execute(
-            "SELECT r.id FROM runs AS r WHERE (r.started, r.id) < (?, ?) AND r.interrupted = 0"
+            "SELECT r.id FROM runs AS r WHERE (r.started, r.id) < (?, ?) AND r.interrupted = 0 AND r.kind != ?"
             " AND (SELECT COUNT(DISTINCT t.package) FROM tests AS t WHERE t.run_id = r.id"
             f" AND t.package IN ({', '.join('?' * len(packages))})) = ?"
             " ORDER BY r.started DESC, r.id DESC LIMIT 1",
-            (run.started, run.run_id, *packages, len(packages)),
+            (run.started, run.run_id, SWITCH_KIND, *packages, len(packages)),
         ).fetchone()
         return None if row is None else self.get(str(row[0]))

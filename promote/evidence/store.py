@@ -5,13 +5,17 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import replace
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from promote.config import Config
 from promote.core import state
 from promote.core.findings import Finding
 from promote.core.git import run_git
-from promote.evidence.history import History, HistoryError, StoredRun, TestOutcome
+from promote.evidence.history import SWITCH_KIND, History, HistoryError, StoredRun, TestOutcome
 from promote.runners.suite import RunResult
+
+if TYPE_CHECKING:
+    from promote.accel.verify import AccelReport
 
 
 def outcomes_of(run: RunResult | None) -> tuple[TestOutcome, ...]:
@@ -35,7 +39,7 @@ def head_commit(config: Config) -> str | None:
     return head.stdout.strip() if head.ok else None
 
 
-def record_test_run(config: Config, run: RunResult, command: str, commit: str | None) -> None:
+def record_test_run(config: Config, run: RunResult, command: str, commit: str | None, *, kind: str = "test") -> None:
     """Store `run`, made on `commit` (as `head_commit` read it when the tests started); HistoryError if it cannot."""
     history = History(state.state_dir(config.root))
     try:
@@ -43,7 +47,7 @@ def record_test_run(config: Config, run: RunResult, command: str, commit: str | 
             history,
             StoredRun(
                 run_id=run.run_id,
-                kind="test",
+                kind=kind,
                 started=run.started,
                 finished=run.finished or datetime.now(timezone.utc).isoformat(),
                 commit=commit,
@@ -55,6 +59,14 @@ def record_test_run(config: Config, run: RunResult, command: str, commit: str | 
         )
     finally:
         history.close()
+
+
+def record_switch_runs(config: Config, report: AccelReport, command: str, commit: str | None) -> None:
+    """Store the test runs each path's switch made (off, then on), so the run ids `accel` shows are in the history."""
+    for r in report.results:
+        if r.switch is not None:
+            for way, run in zip((r.switch.off, r.switch.on), r.switch.runs, strict=False):
+                record_test_run(config, run, f"{command} ({r.env}={way.value})", commit, kind=SWITCH_KIND)
 
 
 def _record(history: History, run: StoredRun) -> None:

@@ -163,7 +163,7 @@ def test_a_path_that_declines_everything_makes_parity_bench_and_switch_vacuous(t
     [parity] = checks["parity-vacuous"]
     assert parity["severity"] == "error"
     assert parity["message"] == (
-        "Fast served 0 of 3 requests (declined 3: RuntimeError: head dim 96 falls off the fused kernel) in the "
+        "served 0 of 3 requests (declined 3: RuntimeError: head dim 96 falls off the fused kernel) in the "
         "parity run with FAST=1: identical outputs prove nothing"
     )
     assert checks["bench-vacuous"][0]["severity"] == "error"

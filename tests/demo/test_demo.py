@@ -138,7 +138,8 @@ def test_the_demo_finds_every_planted_problem_at_its_cause_and_nothing_else(tmp_
     assert table["temperature=0.0"][1:3] == ["8", "8"] and table["temperature=0.0"][5] == "0"
     assert table["temperature=0.4"][2] == "0" and table["temperature=0.4"][4].startswith("8 (503: temperature 0.4")
     assert table["temperature=0.4"][5] == "8"
-    assert "| Request class | Sent | Served | Declined | Failed | Answered elsewhere | Median s |" in md
+    header = "| Request class | Sent | Served | Declined | Failed | Answered elsewhere | Accepted | Median s, off |"
+    assert header + " Median s, on |" in md
     gates = {k: g["status"] for k, g in doc["gates"].items()}
     assert gates == {"tested": "fail", "docs": "fail", "merged": "fail", "deployed": "pass"}
     # The Tested row says what each accelerated finding is about: a test, or a class of the sweep's requests.

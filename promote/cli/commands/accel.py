@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from promote.cli.app import Context, LiveProgress, emit, hold_lock, json_option, load_config_of
+from promote.cli.app import Context, LiveProgress, command_line, emit, hold_lock, json_option, load_config_of
 
 rounds_option = click.option(
     "--rounds", type=click.IntRange(1, 1000), default=None, help="A/B rounds (default: the configured number; >= 5)."
@@ -24,16 +24,25 @@ def accel_command(obj: Context, name: str | None, no_bench: bool, rounds: int | 
     from promote.accel.store import record
     from promote.accel.verify import run_accelerations
     from promote.cli.accel_report import accel_report
+    from promote.core.redact import clean
+    from promote.evidence.history import HistoryError
+    from promote.evidence.store import head_commit, record_switch_runs
 
     config = load_config_of(obj)
     progress = LiveProgress(live=sys.stderr.isatty())
     say = None if as_json else (lambda line: click.echo(f"  {line}", err=True))
     with hold_lock(config.root):
+        commit = head_commit(config)
         report = run_accelerations(
             config, name, bench=not no_bench, rounds=rounds, on_progress=progress.update, say=say
         )
     progress.close()
     record(config, report, kind="accel")
+    try:
+        # The switch's test runs print their ids: `promote history ID` shows each one.
+        record_switch_runs(config, report, command_line(), commit)
+    except HistoryError as e:
+        click.echo(f"promote: warning: history not recorded: {clean(str(e))}", err=True)
     emit(report.to_json(), accel_report(report), as_json=as_json)
     sys.exit(report.exit_code)
 

@@ -1,0 +1,78 @@
+"""What the switch and the path did, by the path's own count: a switch leaving it serving, drafts kept by no one."""
+
+from __future__ import annotations
+
+from promote.accel.ledger import Acceptance, Tally
+from promote.accel.results import BenchResult, ParityResult, SwitchResult
+from promote.accel.sweep import SweepResult
+from promote.config.settings import AccelerationConfig
+from promote.core.findings import Finding
+
+# Below this share of drafted tokens accepted, a drafter only adds its own work: no faster by design.
+IDLE_RATE = 0.05
+
+
+def off_arms(
+    accel: AccelerationConfig, switch: SwitchResult | None, parity: ParityResult | None, timed: BenchResult | None,
+    sweep: SweepResult | None,
+) -> list[tuple[str, Tally]]:  # fmt: skip
+    """Each run's switched-off arm that wrote a ledger, with what it was (a bench against a revision has none)."""
+    out = []
+    if switch is not None and switch.engagement is not None:
+        out.append(("requests in its tests", switch.engagement.off))
+    if parity is not None and parity.engagement is not None:
+        out.append(("parity requests", parity.engagement.off))
+    switched = accel.bench is not None and accel.bench.command is not None
+    if timed is not None and timed.engagement is not None and switched and timed.baseline_ref is None:
+        out.append(("requests in the bench's baseline arm", timed.engagement.off))
+    if sweep is not None and sweep.engagement is not None:
+        out.append(("sweep requests", sweep.engagement.off))
+    return out
+
+
+def on_arms(
+    switch: SwitchResult | None, parity: ParityResult | None, timed: BenchResult | None, sweep: SweepResult | None
+) -> list[Tally]:
+    """Each run's switched-on arm (the bench's candidate) that wrote a ledger."""
+    steps = (switch, parity, timed, sweep)
+    return [s.engagement.on for s in steps if s is not None and s.engagement is not None]
+
+
+def ineffective(accel: AccelerationConfig, arms: list[tuple[str, Tally]]) -> list[Finding]:
+    """`switch-ineffective`: with the switch off, the path's own ledger says it still served requests."""
+    serving = [f"{t.served} of {t.requests} {what}" for what, t in arms if t.served]
+    if not serving:
+        return []
+    env, off = accel.switch.env, accel.switch.off
+    msg = f"{env}={off} still served {', '.join(serving)}: the kill switch does not switch the path off"
+    return [Finding("switch-ineffective", "error", accel.name, msg, f"{env}={off}")]
+
+
+def drafted(tallies: list[Tally]) -> tuple[int, int, Acceptance | None]:
+    """Served and requests over the tallies, and their acceptance summed (None when no line counted tokens)."""
+    counted = [t.acceptance for t in tallies if t.acceptance is not None]
+    total = Acceptance(sum(a.drafted for a in counted), sum(a.accepted for a in counted)) if counted else None
+    return sum(t.served for t in tallies), sum(t.requests for t in tallies), total
+
+
+def idle(accel: AccelerationConfig, tallies: list[Tally]) -> list[Finding]:
+    """`acceleration-idle`: the path served, but kept (almost) none of the tokens it drafted."""
+    served, requests, acc = drafted(tallies)
+    if acc is None or served == 0 or (acc.rate is not None and acc.rate >= IDLE_RATE):
+        return []
+    env, on = accel.switch.env, accel.switch.on
+    msg = (
+        f"served {served} of {requests} requests with {env}={on}, but accepted {acc.accepted} of {acc.drafted} "
+        f"drafted tokens ({rate_text(acc)}): no faster by design"
+    )
+    return [Finding("acceleration-idle", "warning", accel.name, msg, f"{env}={on}")]
+
+
+def rate_text(a: Acceptance) -> str:
+    """`2.5%`, or `none drafted`."""
+    return "none drafted" if a.rate is None else f"{a.rate:.1%}"
+
+
+def acceptance_text(a: Acceptance | None) -> str | None:
+    """`accepted 3 of 160 drafted tokens (1.9%)`, None when no line counted tokens."""
+    return None if a is None else f"accepted {a.accepted} of {a.drafted} drafted tokens ({rate_text(a)})"
