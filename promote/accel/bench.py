@@ -159,12 +159,16 @@ def interleave(
                     runs[k][a.name].append(measure(a, bench.timeout_s, where))
                 if say is not None:
                     label = f" {name}" if name else ""
-                    timed = ", ".join(f"{a.name} {runs[k][a.name][-1].wall_s:.3f}s" for a in order)
+                    timed = ", ".join(f"{a.name} {_said(runs[k][a.name][-1], bench.metric)}" for a in order)
                     say(f"round {i + 1}/{bench.rounds}{label}: {timed}")
     found = machine_cores() if cores is None else cores
     named = [n for n, _, _ in pairs]
     cases = [summarize(n, r, tuple(o), bench, found) for n, r, o in zip(named, runs, orders, strict=True)]
     return combine(cases, bench)
+
+
+def _said(r: Run, metric: str | None) -> str:
+    return f"{r.wall_s:.3f}s" + ("" if r.metric is None else f" ({r.metric:g} {metric})")
 
 
 def _appended(a: Arm, args: tuple[str, ...]) -> Arm:
