@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 import os
 import sys
-from importlib.resources import files
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from promote import config as config_mod
 from promote.accel.bench import machine_cores, schedule
-from promote.accel.verify import run_bench
-from tests.helpers.cli import run, run_json
+from promote.accel.verify import run_accelerations, run_bench
+from promote.evidence.accel_section import section
+from promote.evidence.render import _environment
+from tests.accel.test_ledger import accel_json, by_check
+from tests.helpers.cli import run
 from tests.helpers.packages import write_config
 
 PY = json.dumps(sys.executable)
-SCHEMA = json.loads(files("promote").joinpath("schemas/accel.schema.json").read_text("utf-8"))
 
 # The path's own figure: tokens per second by workload, off and on; a fixed sleep stands for the model's load.
 METRIC = """
@@ -47,20 +47,6 @@ def bench_config(root: Path, bench: str) -> Path:
     return config
 
 
-def accel_json(root: Path) -> tuple[int, dict]:
-    """`promote accel --json`, checked against the schema it ships with."""
-    code, data = run_json(root, "accel")
-    jsonschema.validate(data, SCHEMA)
-    return code, data
-
-
-def checks(data: dict) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
-    for f in data["findings"]:
-        out.setdefault(f["check"], []).append(f)
-    return out
-
-
 def test_a_path_twice_as_slow_as_off_is_acceleration_slower_and_exits_1(tmp_path: Path) -> None:
     sleep = "import os, time; time.sleep(0.4 if os.environ['FAST'] == '1' else 0.1)"
     bench_config(tmp_path, f'{{ command = [{PY}, "-c", "{sleep}"], rounds = 5, warmup = 0, target = 1.5 }}')
@@ -68,7 +54,7 @@ def test_a_path_twice_as_slow_as_off_is_acceleration_slower_and_exits_1(tmp_path
     bench = data["accelerations"][0]["bench"]
     assert bench["interval"][1] < 1.0
     assert bench["verdict"] == "slower" and bench["cases"][0]["verdict"] == "slower"
-    found = checks(data)
+    found = by_check(data)
     [slower] = found["acceleration-slower"]
     assert (slower["severity"], slower["subject"]) == ("error", "Fast")
     assert "its whole interval is below 1.0x, the accelerated path is slower than the baseline" in slower["message"]
@@ -95,7 +81,7 @@ def test_cases_run_in_one_schedule_each_with_its_verdict_and_slower_names_the_cl
         assert len(case["arms"]["baseline"]["rounds"]) == 5
         # Each case's arms alternate which goes first, so neither arm always is.
         assert case["order"][:2] in (["baseline", "candidate"], ["candidate", "baseline"])
-    found = checks(data)
+    found = by_check(data)
     assert [f["subject"] for f in found["acceleration-slower"]] == ["Fast, case long"]
     assert [f["subject"] for f in found["speed-target-missed"]] == ["Fast, case prose"]
     assert code == 1
@@ -197,7 +183,7 @@ def test_both_arms_above_the_machines_cores_is_bench_overloaded(tmp_path: Path) 
     bench = data["accelerations"][0]["bench"]
     assert bench["overloaded"]["cores"] == cores and bench["overloaded"]["source"] == "runnable"
     assert bench["overloaded"]["load"] > cores
-    [finding] = checks(data)["bench-overloaded"]
+    [finding] = by_check(data)["bench-overloaded"]
     assert finding["severity"] == "warning"
     assert finding["message"].endswith(f"on {cores} cores in both arms: the A/B measures the queue")
     assert code == 0  # a warning: the figure stands, labelled
@@ -209,3 +195,17 @@ def test_both_arms_above_the_machines_cores_is_bench_overloaded(tmp_path: Path) 
     roomy = run_bench(config, accel, cores=(cores + 2) * 50)
     assert roomy.overload is None and roomy.cases[0].overload is None
     assert os.cpu_count() is not None
+
+
+def test_the_page_gives_one_row_per_case(tmp_path: Path) -> None:
+    cases = '{ code = ["code"], long = ["long"] }'
+    bench = f'{{ command = [{PY}, "metric.py", "{{out}}", "tokens_per_s"], rounds = 5, warmup = 0, '
+    bench_config(tmp_path, bench + f'metric = "tokens_per_s", cases = {cases} }}')
+    config = config_mod.load(tmp_path / "promote.toml")
+    data = section(config, run_accelerations(config))
+    page = _environment(html=False).get_template("accel.md.j2").render(section=data)
+    assert "| Case | Speedup | Interval | Rounds | Verdict | Wall time | Load |" in page
+    assert "| code | 2.00x by tokens_per_s | 2.00-2.00 | 5 | measured | " in page
+    assert "| long | 0.50x by tokens_per_s | 0.50-0.50 | 5 | slower | " in page
+    html = _environment(html=True).get_template("accel.html.j2").render(section=data)
+    assert '<table class="accel cases">' in html and "<td>long</td><td>0.50x by tokens_per_s</td>" in html
