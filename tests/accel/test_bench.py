@@ -48,7 +48,7 @@ def bench_config(root: Path, bench: str) -> Path:
 
 
 def test_a_path_twice_as_slow_as_off_is_acceleration_slower_and_exits_1(tmp_path: Path) -> None:
-    sleep = "import os, time; time.sleep(0.4 if os.environ['FAST'] == '1' else 0.1)"
+    sleep = "import os, time; time.sleep(0.5 if os.environ['FAST'] == '1' else 0.1)"
     bench_config(tmp_path, f'{{ command = [{PY}, "-c", "{sleep}"], rounds = 5, warmup = 0, target = 1.5 }}')
     code, data = accel_json(tmp_path)
     bench = data["accelerations"][0]["bench"]
@@ -117,7 +117,7 @@ def test_tokens_per_second_twice_as_high_is_2x_by_the_metric_while_wall_time_bar
     assert bench["speedup"] == 2.0 and bench["interval"] == [2.0, 2.0]
     # The wall clock, model load included, says about 1x: it stays recorded beside the path's own figure.
     [case] = bench["cases"]
-    assert 0.6 < case["wall_speedup"] < 1.5
+    assert 0.5 < case["wall_speedup"] < 1.8  # loose (a shared machine); the metric says exactly 2x
     assert [r["metric"] for r in bench["arms"]["candidate"]["rounds"]] == [200.0] * 5
     assert bench["arms"]["baseline"]["metric"] == 100.0
     assert code == 0
