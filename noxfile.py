@@ -112,6 +112,7 @@ def bench(session: nox.Session) -> None:
     # The suites the benchmarks run use MLX (and mlx-lm's own tests need mlx-lm and requests).
     session.install(".[demo]", "detect-test-pollution", "requests")
     default = [
+        "benchmarks/bench_accel_overhead.py",
         "benchmarks/bench_check.py",
         "benchmarks/bench_imports.py",
         "benchmarks/bench_test.py",

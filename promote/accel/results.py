@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from promote.accel.ledger import Engagement
 from promote.core.findings import Finding
 from promote.core.stats import MedianInterval
-from promote.core.vocab import BenchVerdict, ParityVerdict, is_red, parity_holds
+from promote.core.vocab import BenchVerdict, Better, LoadSource, ParityVerdict, is_red, parity_holds
 
 if TYPE_CHECKING:
     from promote.accel.sweep import SweepResult
@@ -54,6 +54,7 @@ class Run:
     load_before: float | None
     load_after: float | None
     running: float | None  # mean tasks runnable on the machine while it ran (Linux), None elsewhere
+    metric: float | None = None  # the figure the command wrote to `{out}` (bench.metric), None without one
 
 
 @dataclass(frozen=True)
@@ -65,23 +66,71 @@ class ArmStats:
     load: float | None  # mean 1-minute load average, before and after each run
     running: float | None
     runs: tuple[Run, ...]
+    metric: float | None = None  # the median of the command's own figure, with bench.metric
 
     def to_json(self) -> dict[str, object]:
         return {
             "median_s": round(self.median_s, 6), "cpu_s": round(self.cpu_s, 6),
+            "metric": None if self.metric is None else round(self.metric, 6),
             "load": None if self.load is None else round(self.load, 2),
             "running": None if self.running is None else round(self.running, 2),
             "rounds": [
                 {"wall_s": round(r.wall_s, 6), "cpu_s": round(r.cpu_s, 6), "load_before": r.load_before,
-                 "load_after": r.load_after, "running": None if r.running is None else round(r.running, 2)}
+                 "load_after": r.load_after, "running": None if r.running is None else round(r.running, 2),
+                 "metric": r.metric}
                 for r in self.runs
             ],
         }  # fmt: skip
 
 
 @dataclass(frozen=True)
+class Overload:
+    """Both arms met more runnable tasks than the machine has cores: each run waited its turn in the queue."""
+
+    load: float  # the lower of the two arms' mean load
+    cores: int
+    source: LoadSource
+
+    def to_json(self) -> dict[str, object]:
+        return {"load": self.load, "cores": self.cores, "source": self.source}
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One workload's interleaved A/B: its speedup's median, interval and verdict, and both arms."""
+
+    name: str | None  # None: the command as configured, without cases
+    speedup: float
+    interval: MedianInterval
+    verdict: BenchVerdict
+    order: tuple[str, ...]  # the arm that went first, per round
+    arms: dict[str, ArmStats]
+    wall_speedup: float | None = None  # by wall time, recorded beside a metric's speedup
+    overload: Overload | None = None
+    imbalance: str | None = None  # the arms ran under different load: the machine was not the same
+
+    @property
+    def rounds(self) -> int:
+        return len(self.order)
+
+    def to_json(self) -> dict[str, object]:
+        iv = self.interval
+        return {
+            "name": self.name, "rounds": self.rounds, "speedup": round(self.speedup, 4),
+            "interval": [round(iv.low, 4), round(iv.high, 4)], "coverage": round(iv.coverage, 4),
+            "verdict": self.verdict, "order": list(self.order), "arms": {k: a.to_json() for k, a in self.arms.items()},
+            "wall_speedup": None if self.wall_speedup is None else round(self.wall_speedup, 4),
+            "overloaded": None if self.overload is None else self.overload.to_json(), "load_imbalance": self.imbalance,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
 class BenchResult:
-    """The interleaved A/B: per-round speedup's median, its interval, the verdict, the order and both arms."""
+    """The interleaved A/B: per-round speedup's median, its interval, the verdict, the order and both arms.
+
+    The top-level figures are the one case's when there are no named cases; with cases they are in `cases`
+    and the verdict is the worst of theirs.
+    """
 
     rounds: int
     speedup: float | None = None
@@ -94,6 +143,10 @@ class BenchResult:
     baseline_ref: str | None = None
     error: str | None = None
     engagement: Engagement | None = None  # off = the baseline arm, on = the candidate arm
+    cases: tuple[CaseResult, ...] = ()
+    metric: str | None = None  # None: the speedup is wall time
+    better: Better = "higher"
+    overload: Overload | None = None
 
     def to_json(self) -> dict[str, object]:
         iv = self.interval
@@ -110,6 +163,10 @@ class BenchResult:
             "baseline_ref": self.baseline_ref,
             "error": self.error,
             "ledger": None if self.engagement is None else self.engagement.to_json(),
+            "metric": self.metric,
+            "better": self.better,
+            "overloaded": None if self.overload is None else self.overload.to_json(),
+            "cases": [c.to_json() for c in self.cases],
         }
 
 

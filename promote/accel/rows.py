@@ -5,7 +5,7 @@ from __future__ import annotations
 from promote.accel.effect import acceptance_text, rate_text
 from promote.accel.engaged import grouped, secs, share
 from promote.accel.ledger import Engagement, Tally
-from promote.accel.results import AccelResult, BenchResult, ParityResult, SwitchRun
+from promote.accel.results import AccelResult, BenchResult, CaseResult, ParityResult, SwitchRun
 from promote.accel.sweep import SweepResult
 
 NOT_MEASURED = "engagement not measured (no ledger)"
@@ -100,15 +100,49 @@ def parity_text(p: ParityResult) -> str:
 
 
 def bench_text(b: BenchResult) -> str:
-    if b.verdict == "error" or b.speedup is None or b.interval is None:
+    if b.verdict == "error" or not b.cases:
         return f"not measured: {b.error}"
-    loads = [a.load for a in (b.arms.get("baseline"), b.arms.get("candidate")) if a is not None]
-    load = f"; load {loads[0]:.1f} vs {loads[1]:.1f}" if len(loads) == 2 and None not in loads else ""
     ref = f" against {b.baseline_ref}" if b.baseline_ref else ""
-    text = f"{b.speedup:.2f}x ({b.interval.low:.2f}-{b.interval.high:.2f}, {b.rounds} rounds{load}){ref}"
-    if b.target is not None:
-        text += f"; target {b.target:g}x: {b.verdict}"
+    if b.speedup is None or b.interval is None:
+        # Named cases: each has its row in the cases table; this row says how many and the worst verdict.
+        text = f"{len(b.cases)} cases x {b.rounds} rounds, interleaved{ref}: {b.verdict} (one row per case)"
+        return text + (f"; target {b.target:g}x" if b.target is not None else "")
+    [c] = b.cases
+    text = f"{_figure(c, b.metric)} ({c.interval.low:.2f}-{c.interval.high:.2f}, {c.rounds} rounds{_load(c)}){ref}"
+    if c.wall_speedup is not None:
+        text += f"; wall time {c.wall_speedup:.2f}x"
+    if b.target is not None or c.verdict == "slower":
+        text += f"; target {b.target:g}x: {c.verdict}" if b.target is not None else f": {c.verdict}"
     return text
+
+
+def _figure(c: CaseResult, metric: str | None) -> str:
+    return f"{c.speedup:.2f}x" + (f" by {metric}" if metric else "")
+
+
+def _load(c: CaseResult) -> str:
+    """The load both arms met, and the label an interval timed on an overloaded machine carries."""
+    loads = [a.load for a in (c.arms.get("baseline"), c.arms.get("candidate")) if a is not None]
+    text = f"; load {loads[0]:.1f} vs {loads[1]:.1f}" if len(loads) == 2 and None not in loads else ""
+    if c.overload is not None:
+        text += f"; overloaded: load {c.overload.load:.1f} on {c.overload.cores} cores"
+    return text
+
+
+BENCH_HEADER = ("Case", "Speedup", "Interval", "Rounds", "Verdict", "Wall time", "Load")
+
+
+def bench_table(b: BenchResult | None) -> list[list[str]]:
+    """One row per named case (nothing for the single unnamed one, whose figures are the bench's own row)."""
+    if b is None or b.speedup is not None or not b.cases:
+        return []
+    out = []
+    for c in b.cases:
+        load = "-" if c.overload is None else f"overloaded: load {c.overload.load:.1f} on {c.overload.cores} cores"
+        wall = "-" if c.wall_speedup is None else f"{c.wall_speedup:.2f}x"
+        out.append([str(c.name), _figure(c, b.metric), f"{c.interval.low:.2f}-{c.interval.high:.2f}", str(c.rounds),
+                    c.verdict, wall, load])  # fmt: skip
+    return out
 
 
 def sweep_text(s: SweepResult, measured: bool) -> str:

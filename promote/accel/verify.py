@@ -16,6 +16,7 @@ from promote.accel.commands import Arm, CommandError
 from promote.accel.ledger import LEDGER_ENV, Engagement, fresh, read_tally
 from promote.accel.parity import check_parity
 from promote.accel.results import AccelResult, BenchResult, ParityResult, StationBuild, SwitchResult, broken
+from promote.accel.speed import speed_findings
 from promote.accel.sweep import SweepResult, run_sweep
 from promote.config.settings import AccelerationConfig, Config
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
@@ -154,14 +155,15 @@ def counted(
 
 def run_bench(
     config: Config, accel: AccelerationConfig, *, rounds: int | None = None, baseline_ref: str | None = None,
-    say: Say | None = None,
+    say: Say | None = None, cores: int | None = None,
 ) -> BenchResult:  # fmt: skip
+    """The A/B; `cores` (default: this machine's) is what the arms' load is judged against."""
     assert accel.bench is not None
     spec = accel.bench if rounds is None else replace(accel.bench, rounds=rounds)
     try:
         with worktree(config.root, baseline_ref) as tree, fresh("bench") as tmp:
             base, cand = (_ledgered(a, tmp) for a in bench_mod.arms(config, accel, spec, tree))
-            timed = bench_mod.interleave(base, cand, spec, say)
+            timed = bench_mod.interleave(base, cand, spec, say, cores=cores)
             engaged_arms = Engagement(*(read_tally(tmp / f"{a.name}.jsonl", accel.name) for a in (base, cand)))
             return replace(timed, baseline_ref=baseline_ref, engagement=engaged_arms)
     except CommandError as e:
@@ -221,11 +223,7 @@ def judge(
         why = "no parity command is configured" if parity is None else f"parity is {parity.verdict}"
         msg = f"a speed target is claimed but numeric parity is not proven ({why}): speed before parity"
         out.append(Finding("parity-missing", "warning", accel.name, msg))
-    if timed is not None and timed.verdict == "missed" and timed.interval is not None:
-        iv = timed.interval
-        figure = f"{timed.speedup:.2f}x ({iv.low:.2f}-{iv.high:.2f})"
-        msg = f"speedup {figure} is below the target {timed.target:g}x"
-        out.append(Finding("speed-target-missed", "warning", accel.name, msg))
+    out += speed_findings(accel, timed)
     for s in stations:
         if s.validated is False:
             build = s.os_build or "an unknown OS build"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from promote.accel.rows import SWEEP_HEADER, rows, sweep_table
+from promote.accel.rows import BENCH_HEADER, SWEEP_HEADER, bench_table, rows, sweep_table
 from promote.accel.verify import AccelReport
 from promote.cli.render import findings_lines
 
@@ -15,12 +15,12 @@ VERDICTS = {
 STRADDLES = "the speedup's interval includes the target: more rounds may decide it"
 
 
-def _table(body: list[list[str]]) -> list[str]:
-    """The sweep's classes as aligned columns (nothing when there was no sweep)."""
+def _table(header: tuple[str, ...], body: list[list[str]]) -> list[str]:
+    """The bench's cases or the sweep's classes as aligned columns (nothing when there are none)."""
     if not body:
         return []
-    table = [list(SWEEP_HEADER), *body]
-    widths = [max(len(row[i]) for row in table) for i in range(len(SWEEP_HEADER))]
+    table = [list(header), *body]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
 
 
@@ -34,7 +34,8 @@ def accel_report(report: AccelReport) -> str:
         if r.bench is not None and r.bench.order:
             first = " ".join("B" if o == "baseline" else "C" for o in r.bench.order)
             lines.append(f"  {'Went first'.ljust(width)}  {first} (B baseline, C candidate)")
-        lines += _table(sweep_table(r.sweep))
+        lines += _table(BENCH_HEADER, bench_table(r.bench))
+        lines += _table(SWEEP_HEADER, sweep_table(r.sweep))
     if report.findings:
         lines.append("")
         lines += findings_lines(report.findings)

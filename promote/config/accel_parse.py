@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from promote.config.settings import AccelerationConfig, BenchConfig, ParityConfig, SweepConfig, SwitchConfig
+from promote.config.settings import AccelerationConfig, BenchCase, BenchConfig, ParityConfig, SweepConfig, SwitchConfig
 from promote.config.tables import TableReader
 
 MIN_ROUNDS = 5  # fewer leave a median interval too wide to decide anything (see promote.core.stats)
@@ -117,9 +117,10 @@ def _sweep(p: TableReader, raw: object, where: str) -> SweepConfig:
 
 
 def _bench(p: TableReader, raw: object, where: str) -> BenchConfig:
-    tbl = p.table(
-        raw, where, {"command", "baseline", "candidate", "rounds", "target", "warmup", "load_margin", "timeout_s"}
-    )
+    tbl = p.table(raw, where, {
+        "command", "baseline", "candidate", "rounds", "target", "warmup", "load_margin", "timeout_s", "cases", "metric",
+        "better",
+    })  # fmt: skip
     command = _command(p, tbl, "command", where)
     baseline = _command(p, tbl, "baseline", where)
     candidate = _command(p, tbl, "candidate", where)
@@ -132,6 +133,12 @@ def _bench(p: TableReader, raw: object, where: str) -> BenchConfig:
     if not MIN_ROUNDS <= rounds <= 1000:
         expected = f"an integer from {MIN_ROUNDS} to 1000 (fewer than {MIN_ROUNDS} rounds cannot decide a median)"
         raise p.fail(f"{where}.rounds", expected, rounds)
+    metric = p.get(tbl, "metric", where, _is_str, "a key of the JSON object the command writes to {out}", None)
+    if metric is not None:
+        for key, argv in (("command", command), ("baseline", baseline), ("candidate", candidate)):
+            if argv is not None and not any("{out}" in a for a in argv):
+                expected = f"a command with {{out}} where it writes its {metric!r} (bench.metric is set)"
+                raise p.fail(f"{where}.{key}", expected, list(argv))
     return BenchConfig(
         command=command,
         baseline=baseline,
@@ -141,4 +148,20 @@ def _bench(p: TableReader, raw: object, where: str) -> BenchConfig:
         warmup=p.get(tbl, "warmup", where, _int_in(0, 100), "an integer from 0 to 100", 1),
         load_margin=float(p.get(tbl, "load_margin", where, _number(0.0, 1e6), "a load difference >= 0", 1.0)),
         timeout_s=p.get(tbl, "timeout_s", where, _number(0.0, 86400.0, open_low=True), "seconds > 0", None),
+        cases=_cases(p, tbl, where) if "cases" in tbl else None,
+        metric=metric,
+        better=p.get(tbl, "better", where, lambda v: v in ("higher", "lower"), '"higher" or "lower"', "higher"),
     )
+
+
+def _cases(p: TableReader, tbl: Mapping[str, Any], where: str) -> tuple[BenchCase, ...]:
+    """`cases = { code = [ARGS...], ... }`: each workload's name and the arguments appended to the command."""
+    raw = tbl["cases"]
+    if not isinstance(raw, dict) or not raw:
+        raise p.fail(f"{where}.cases", "a table of named workloads, each a list of arguments", raw)
+    out = []
+    for name, args in raw.items():
+        if not _is_str_list(args):
+            raise p.fail(f"{where}.cases.{name}", "a list of arguments appended to the command", args)
+        out.append(BenchCase(name, tuple(args)))
+    return tuple(out)

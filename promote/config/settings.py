@@ -10,6 +10,7 @@ from pathlib import Path
 
 from promote.core.policies import REPORT
 from promote.core.station import Station
+from promote.core.vocab import Better
 
 CONFIG_NAME = "promote.toml"
 DEFAULT_TEST_PATHS = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
@@ -133,6 +134,18 @@ class BenchConfig:
     warmup: int = 1
     load_margin: float = 1.0  # how far apart the arms' mean load may be before the run says so
     timeout_s: float | None = None
+    # Named workloads, each an A/B of its own with these arguments appended; None: the command as it is.
+    cases: tuple[BenchCase, ...] | None = None
+    metric: str | None = None  # a key of the JSON the command writes to `{out}`; None: wall time
+    better: Better = "higher"
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    """One workload of the bench: its name and the arguments appended to the command."""
+
+    name: str
+    args: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,11 @@ NEVER: Final = "never"
 # --- Accelerated paths.
 AccelVerdict = Literal["holds", "broken", "undecided"]
 ParityVerdict = Literal["identical", "within-tolerance", "differs", "error"]  # error: could not be decided
-BenchVerdict = Literal["met", "missed", "undecided", "measured", "error"]  # measured: no target to meet
+# measured: no target to meet; slower: the whole interval below 1.0, whatever the target.
+BenchVerdict = Literal["met", "missed", "undecided", "measured", "slower", "error"]
+# Where a bench's load figure came from: tasks runnable sampled during each run, or the 1-minute average.
+LoadSource = Literal["runnable", "load-average"]
+Better = Literal["higher", "lower"]  # which way a bench metric improves (tokens per second up, seconds down)
 LedgerOutcome = Literal["served", "declined", "failed"]
 AccelStep = Literal["switch", "parity", "bench", "sweep"]  # the runs `promote accel` makes for one path
 

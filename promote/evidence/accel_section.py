@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from promote.accel.rows import SWEEP_HEADER, rows, sweep_table
+from promote.accel.rows import BENCH_HEADER, SWEEP_HEADER, bench_table, rows, sweep_table
 from promote.accel.store import recent
 from promote.accel.verify import AccelReport
 from promote.config.settings import Config
@@ -64,6 +64,7 @@ def section(config: Config, report: AccelReport) -> dict[str, Any]:
             "package": r.package,
             "rows": [list(row) for row in rows(r)],
             "sweep": {"header": list(SWEEP_HEADER), "rows": sweep_table(r.sweep)},
+            "cases": {"header": list(BENCH_HEADER), "rows": bench_table(r.bench)},
             "findings": [f.to_json() for f in r.findings],
             "speedups": [{"time": e["time"], "speedup": e["speedup"], "interval": e["interval"]} for e in past],
             "result": r.to_json(),

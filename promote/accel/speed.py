@@ -1,0 +1,35 @@
+"""The bench judged as a serving team judges it: slower than off, short of its target, or timed on a full queue."""
+
+from __future__ import annotations
+
+from promote.accel.results import BenchResult, CaseResult
+from promote.config.settings import AccelerationConfig
+from promote.core.findings import Finding
+
+
+def figure(c: CaseResult, metric: str | None) -> str:
+    by = f" by {metric}" if metric else ""
+    return f"{c.speedup:.2f}x ({c.interval.low:.2f}-{c.interval.high:.2f}){by}"
+
+
+def speed_findings(accel: AccelerationConfig, timed: BenchResult | None) -> tuple[Finding, ...]:
+    """Per case: `acceleration-slower` (its whole interval below 1.0), `speed-target-missed`, `bench-overloaded`."""
+    if timed is None:
+        return ()
+    out = []
+    for c in timed.cases:
+        subject = accel.name if c.name is None else f"{accel.name}, case {c.name}"
+        if c.verdict == "slower":
+            msg = (
+                f"speedup {figure(c, timed.metric)}: its whole interval is below 1.0x, "
+                "the accelerated path is slower than the baseline"
+            )
+            out.append(Finding("acceleration-slower", "error", subject, msg))
+        elif c.verdict == "missed":
+            msg = f"speedup {figure(c, timed.metric)} is below the target {timed.target:g}x"
+            out.append(Finding("speed-target-missed", "warning", subject, msg))
+        if c.overload is not None:
+            o = c.overload
+            msg = f"load {o.load:.1f} on {o.cores} cores in both arms: the A/B measures the queue"
+            out.append(Finding("bench-overloaded", "warning", subject, msg))
+    return tuple(out)
