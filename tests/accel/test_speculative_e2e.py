@@ -107,7 +107,7 @@ def test_the_terminal_report_says_what_ran_both_ways(tmp_path: Path, models: Pat
     lines = [line.split(None, 1) if line.startswith("  ") else [line] for line in done.stdout.splitlines()]
     text = [" ".join(" ".join(part.split()) for part in line) for line in lines]
     assert text[0] == "spec-decode (spec)"
-    assert "Kill switch `SPEC_DECODE=0` 5 tests pass off, 5 tests pass on (SPEC_DECODE=1)" in text
+    assert "Kill switch `SPEC_DECODE=0` 6 tests pass off, 6 tests pass on (SPEC_DECODE=1)" in text
     served = f"spec-decode served 3 of 5 requests (declined 2: {SAMPLED_REASON})"
     assert f"Served in its tests with `SPEC_DECODE=1` {served}" in text
     parity = "bitwise identical over 48 tokens; parity covers 3 of 3 requests (switched off it served 0 of 3)"

@@ -26,7 +26,7 @@ PARITY_REQUESTS = 3
 PARITY_TOKENS = 16
 BENCH_REQUESTS = 2
 TEST_GREEDY_REQUESTS = 3
-TESTS = 5
+TESTS = 6
 
 SERVE = '''
 """Completions for the team's target model; speculative decoding (a draft model proposes, the target verifies)."""
@@ -214,6 +214,26 @@ def test_the_draft_counts_add_up():
         assert 0 <= reply.accepted <= reply.drafted and reply.drafted >= 10 // (serve.DRAFT_TOKENS + 1)
     else:
         assert (reply.drafted, reply.accepted) == (0, 0)
+
+
+class Counted:
+    # The draft model, counting its forward passes.
+
+    def __init__(self, model):
+        self.model, self.layers, self.calls = model, model.layers, 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.model(*args, **kwargs)
+
+
+def test_the_drafted_count_is_what_the_draft_model_was_asked_to_propose():
+    target, draft = serve.models()
+    for prompt, max_tokens in (([1, 2, 3, 4, 5], 16), ([10, 20, 30], 16), (list(range(40)), 16)):
+        counted = Counted(draft)
+        reply = serve.speculate(target, counted, prompt, max_tokens)
+        # One pass prefills the prompt; every other pass proposes one token.
+        assert reply.drafted == counted.calls - 1 and 0 <= reply.accepted <= reply.drafted
 
 
 def test_a_sampled_request_is_declined_and_answered_plainly_and_reproducibly():
