@@ -122,8 +122,8 @@ def serve(prompt_ids: list[int], max_tokens: int, temperature: float = 0.0, *, s
     reason = declines(temperature)
     if reason is None:
         reply = speculate(target, draft, prompt_ids, max_tokens)
-        # TODO(ledger drafted/accepted): once promote's ledger writer takes the optional token counts, pass
-        # drafted=reply.drafted, accepted=reply.accepted here (the copy in specserve/ledger.py is promote's own).
+        # TODO(ledger drafted/accepted): once promote's ledger writer takes the optional token counts, write
+        # ledger.record(NAME, "served", seconds=..., request=request, drafted=reply.drafted, accepted=reply.accepted)
         ledger.record(NAME, "served", seconds=time.perf_counter() - started, request=request)
         return reply
     reply = Reply(plain(target, prompt_ids, max_tokens, temperature, seed), "plain")
@@ -166,8 +166,8 @@ with open(args.out, "w", encoding="utf-8") as f:
     json.dump(answers, f)
 '''
 
-BENCH = f'''
-"""`python -m specserve.bench [--out FILE]`: a few greedy requests, the work drafting should speed up."""
+BENCH = '''
+"""`python -m specserve.bench [--workload NAME] [--out FILE]`: greedy requests, the work drafting should speed up."""
 
 import argparse
 import json
@@ -175,18 +175,22 @@ import time
 
 from specserve.serve import models, serve
 
+# Prompts the random draft model mostly agrees with the target on, and prompts it never does.
+WORKLOADS = {"agree": ([3, 1, 4, 1, 5], list(range(20))), "disagree": ([10, 20, 30], [4, 5, 6])}
+
 parser = argparse.ArgumentParser()
+parser.add_argument("--workload", choices=sorted(WORKLOADS), default="agree")
 parser.add_argument("--out")
 args = parser.parse_args()
 models()
 started, made = time.perf_counter(), 0
-for prompt in ([3, 1, 4, 1, 5], list(range(20)))[:{BENCH_REQUESTS}]:
+for prompt in WORKLOADS[args.workload]:
     made += len(serve(prompt, max_tokens=12).tokens)
 elapsed = time.perf_counter() - started
 if args.out:
-    # The path's own unit, for a bench that reads `metric = "tokens_per_s"` from {{out}}.
+    # The path's own unit, for a bench that reads `metric = "tokens_per_s"` from {out}.
     with open(args.out, "w", encoding="utf-8") as f:
-        json.dump({{"tokens_per_s": made / elapsed, "seconds": elapsed}}, f)
+        json.dump({"tokens_per_s": made / elapsed, "seconds": elapsed}, f)
 '''
 
 TESTS_PY = """
@@ -302,8 +306,9 @@ def write_config(root: Path, *, switch: str = SWITCH, bench: bool = True) -> Pat
         'parity = { command = ["python", "-m", "specserve.parity", "--out", "{out}"] }',
     ]  # fmt: skip
     if bench:
-        # TODO(bench metric): once the bench reads the path's own units, add `"--out", "{out}"` to the command
-        # and `metric = "tokens_per_s"`: wall time here is mostly the import of mlx-lm and the model load.
+        # TODO(bench metric): once the bench reads the path's own units, add `"--out", "{out}"` to the command,
+        # `metric = "tokens_per_s"` and `cases = { agree = ["--workload", "agree"], disagree = ["--workload",
+        # "disagree"] }`: wall time here is mostly the import of mlx-lm (and transformers) and the model load.
         lines.append('bench = { command = ["python", "-m", "specserve.bench"], rounds = 5, warmup = 0 }')
     path = root / "promote.toml"
     path.write_text("\n".join([*lines, ""]))
