@@ -111,11 +111,14 @@ def test_the_bench_interleaves_the_arms_and_counts_what_each_served(tmp_path: Pa
     code, data, accel = accel_json(root, "bench", spec.NAME)
 
     bench = accel["bench"]
-    assert (bench["rounds"], bench["error"]) == (5, None)
-    assert bench["order"] == ["baseline", "candidate"] * 2 + ["baseline"]
-    low, high = bench["interval"]
-    assert 0 < low <= bench["speedup"] <= high
-    served = 5 * spec.BENCH_REQUESTS
+    assert (bench["error"], bench["metric"]) == (None, "tokens_per_s")
+    assert [c["name"] for c in bench["cases"]] == ["agree", "disagree"]
+    for case in bench["cases"]:
+        assert case["rounds"] == 5
+        low, high = case["interval"]
+        assert 0 < low <= case["speedup"] <= high
+        assert all(r["metric"] > 0 for arm in case["arms"].values() for r in arm["rounds"])
+    served = 2 * 5 * spec.BENCH_REQUESTS
     assert outcomes(bench["ledger"]["on"]) == (served, 0, 0)
     assert outcomes(bench["ledger"]["off"]) == (0, served, 0)
     # How fast is the machine's to say (its load, the two arms' times), not this test's: whatever promote
@@ -157,10 +160,11 @@ def test_a_switch_the_module_never_reads_leaves_the_path_serving_when_off(tmp_pa
         rows(text),
         "Numeric parity bitwise identical over 48 tokens; parity covers 3 of 3 requests (switched off it served 3 of 3",
     )
-    # Today that is only the note above, and the run holds: tighten these two lines to a `switch-ineffective`
-    # error (exit 1) naming SPEC_DRAFT=0 when promote judges the off arm's ledger.
-    assert (code, data["verdict"], [f["check"] for f in data["findings"]]) == (EXIT_OK, "holds", [])
-    assert text.splitlines()[-1] == "every accelerated path holds"
+    findings = data["findings"]
+    assert (code, data["verdict"], [f["check"] for f in findings]) == (EXIT_BLOCKED, "broken", ["switch-ineffective"])
+    assert findings[0]["cause"] == "SPEC_DRAFT=0"
+    assert "SPEC_DRAFT=0 still served 3 of 5 requests in its tests, 3 of 3 parity requests" in findings[0]["message"]
+    assert text.splitlines()[-1].startswith("BROKEN")
 
 
 def test_every_line_the_path_writes_is_a_valid_ledger_line(tmp_path: Path, models: Path) -> None:
@@ -176,8 +180,11 @@ def test_every_line_the_path_writes_is_a_valid_ledger_line(tmp_path: Path, model
         for line in lines:
             jsonschema.validate(line, ledger_schema)
         seen[switch] = [(line["accel"], line["outcome"], line["request"]["max_tokens"]) for line in lines]
-        # TODO(ledger drafted/accepted): after the ledger contract gains them, assert each served line carries
-        # `drafted` >= `accepted` >= 0 and each declined line none (serve.py passes them to the writer).
+        for line in lines:
+            if line["outcome"] == "served":
+                assert line["drafted"] >= line["accepted"] >= 0
+            else:
+                assert "drafted" not in line and "accepted" not in line
     assert seen["1"] == [(spec.NAME, "served", spec.PARITY_TOKENS)] * spec.PARITY_REQUESTS
     assert seen["0"] == [(spec.NAME, "declined", spec.PARITY_TOKENS)] * spec.PARITY_REQUESTS
     assert (tmp_path / "parity-0.json").read_text() == (tmp_path / "parity-1.json").read_text()

@@ -122,9 +122,8 @@ def serve(prompt_ids: list[int], max_tokens: int, temperature: float = 0.0, *, s
     reason = declines(temperature)
     if reason is None:
         reply = speculate(target, draft, prompt_ids, max_tokens)
-        # TODO(ledger drafted/accepted): once promote's ledger writer takes the optional token counts, write
-        # ledger.record(NAME, "served", seconds=..., request=request, drafted=reply.drafted, accepted=reply.accepted)
-        ledger.record(NAME, "served", seconds=time.perf_counter() - started, request=request)
+        seconds = time.perf_counter() - started
+        ledger.record(NAME, "served", seconds=seconds, request=request, drafted=reply.drafted, accepted=reply.accepted)
         return reply
     reply = Reply(plain(target, prompt_ids, max_tokens, temperature, seed), "plain")
     ledger.record(NAME, "declined", reason=reason, seconds=time.perf_counter() - started, request=request)
@@ -306,10 +305,11 @@ def write_config(root: Path, *, switch: str = SWITCH, bench: bool = True) -> Pat
         'parity = { command = ["python", "-m", "specserve.parity", "--out", "{out}"] }',
     ]  # fmt: skip
     if bench:
-        # TODO(bench metric): once the bench reads the path's own units, add `"--out", "{out}"` to the command,
-        # `metric = "tokens_per_s"` and `cases = { agree = ["--workload", "agree"], disagree = ["--workload",
-        # "disagree"] }`: wall time here is mostly the import of mlx-lm (and transformers) and the model load.
-        lines.append('bench = { command = ["python", "-m", "specserve.bench"], rounds = 5, warmup = 0 }')
+        lines.append(
+            'bench = { command = ["python", "-m", "specserve.bench", "--out", "{out}"], rounds = 5, warmup = 0, '
+            'metric = "tokens_per_s", '
+            'cases = { agree = ["--workload", "agree"], disagree = ["--workload", "disagree"] } }'
+        )
     path = root / "promote.toml"
     path.write_text("\n".join([*lines, ""]))
     return path
