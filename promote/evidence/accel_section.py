@@ -20,6 +20,8 @@ from promote.evidence.gates import EVERY_PASSED, Gate, plural
 FAILS_TESTED = (
     "kill-switch-broken", "acceleration-broken", "parity-differs", "parity-vacuous", "bench-vacuous",
     "acceleration-failed-request", "served-elsewhere", "switch-ineffective", "acceleration-tests-fail",
+    # Slower than off on the bench's own evidence (only with `audit --bench`): promoting it is the regression.
+    "acceleration-slower",
 )  # fmt: skip
 # What a finding of each check is about: a test of the package, a class of the sweep's requests, or a run
 # (acceleration-broken names a test, or a request class when it comes from the sweep).
@@ -29,6 +31,7 @@ _SUBJECT_KIND = {
     "parity-vacuous": "parity run",
     "bench-vacuous": "bench run",
     "switch-ineffective": "kill switch",
+    "acceleration-slower": "bench case",
 }
 
 

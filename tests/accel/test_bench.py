@@ -15,7 +15,8 @@ from promote.accel.verify import run_accelerations, run_bench
 from promote.evidence.accel_section import section
 from promote.evidence.render import _environment
 from tests.accel.test_ledger import accel_json, by_check
-from tests.helpers.cli import run
+from tests.helpers.cli import run, run_json
+from tests.helpers.gitrepos import commit, git, make_fleet
 from tests.helpers.packages import write_config
 
 PY = json.dumps(sys.executable)
@@ -209,3 +210,19 @@ def test_the_page_gives_one_row_per_case(tmp_path: Path) -> None:
     assert "| long | 0.50x by tokens_per_s | 0.50-0.50 | 5 | slower | " in page
     html = _environment(html=True).get_template("accel.html.j2").render(section=data)
     assert '<table class="accel cases">' in html and "<td>long</td><td>0.50x by tokens_per_s</td>" in html
+
+
+def test_an_audit_with_the_bench_fails_tested_for_a_path_slower_than_off(tmp_path: Path) -> None:
+    fleet = make_fleet(tmp_path, names=("origin",))
+    sleep = "import os, time; time.sleep(0.5 if os.environ['FAST'] == '1' else 0.1)"
+    config = bench_config(fleet.work, f'{{ command = [{PY}, "-c", "{sleep}"], rounds = 5, warmup = 0 }}')
+    config.write_text(config.read_text().replace('trunk = "main"', 'trunk = "main"\nmirrors = ["origin"]'))
+    commit(fleet.work, "a bench", {})
+    git(fleet.work, "push", "-q", "origin", "main")
+
+    code, data = run_json(fleet.work, "audit", "--bench")
+
+    tested = data["gates"]["tested"]
+    assert tested["status"] == "fail"
+    assert "acceleration-slower: Fast" in tested["evidence"]
+    assert code == 1
