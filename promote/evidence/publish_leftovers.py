@@ -14,9 +14,14 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from promote.core.errors import PromoteError
 from promote.core.git import Repo
 
 NOTE_NAME = "promote-publish.pending"
+
+
+class NoteError(PromoteError):
+    """The note of what is about to be written could not be written: the publish is refused before it starts."""
 
 
 def note_path(repo: Repo) -> Path:
@@ -30,8 +35,12 @@ def _digest(data: bytes) -> str:
 def note(path: Path, files: Mapping[str, bytes]) -> None:
     """Say which files are about to be written, and with what (whole or not at all: a rename)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({rel: _digest(data) for rel, data in files.items()}), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps({rel: _digest(data) for rel, data in files.items()}), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:  # a full docs disk: nothing of the page is written yet
+        tmp.unlink(missing_ok=True)
+        raise NoteError(f"cannot write {tmp}: {e.strerror or e}") from None
 
 
 def done(path: Path) -> None:
