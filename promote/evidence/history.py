@@ -19,7 +19,7 @@ from promote.core.findings import Finding
 from promote.core.redact import current as current_redactor
 
 DB_NAME = "history.sqlite"
-# A run of a package's tests with an acceleration's switch forced one way: kept, never compared with the package's own.
+# A run of a package's tests with an acceleration's switch set one way: kept, never compared with the package's own.
 SWITCH_KIND = "accel-switch"
 
 # Versioned from the first release: `PRAGMA user_version` is the number of scripts applied.
@@ -295,7 +295,7 @@ class History:
 
         A full run after a `--package` run compares with the last full one; a `--package` run compares with the last
         run that included its package. Earlier means before `run` in (started, id) order, of any kind but an
-        acceleration's switch runs (its env forced one way); `run` need not be stored yet, and its packages are
+        acceleration's switch runs (its env set one way); `run` need not be stored yet, and its packages are
         taken from `run` itself, not from the database.
         """
         packages = sorted(run.packages)

@@ -134,10 +134,10 @@ def _commit(repo: Repo, files: Mapping[str, str], message: str) -> PublishResult
             status = "timed out" if done.status is None else f"exit {done.status}"
             raise _Refused(f"git commit in the docs repository {repo.root} was refused ({status}): {done.reason}")
     except (PromoteError, OSError) as e:
-        return _taken_back(repo, rels, before, undo, _line(e))
+        return _taken_back(repo, rels, before, undo, _line(e), pending)
     except BaseException:
         # Interrupted (SIGTERM, Ctrl-C), the commit killed with its hook: all or nothing on this way out too.
-        _taken_back(repo, rels, before, undo, "interrupted")
+        _taken_back(repo, rels, before, undo, "interrupted", pending)
         raise
     finally:
         index.unlink(missing_ok=True)
@@ -146,7 +146,9 @@ def _commit(repo: Repo, files: Mapping[str, str], message: str) -> PublishResult
     return result
 
 
-def _taken_back(repo: Repo, rels: tuple[str, ...], before: str | None, undo: _Undo, cause: str) -> PublishResult:
+def _taken_back(
+    repo: Repo, rels: tuple[str, ...], before: str | None, undo: _Undo, cause: str, pending: Path
+) -> PublishResult:
     """Refused: the files written are taken back, and the repository read again to see that it is as it was."""
     left = undo.take_back()
     try:
@@ -157,7 +159,7 @@ def _taken_back(repo: Repo, rels: tuple[str, ...], before: str | None, undo: _Un
         left += [dirty] if dirty is not None else []
     if repo.resolve("HEAD") != before:
         left.append(f"HEAD is no longer {before}")
-    leftovers.done(leftovers.note_path(repo))
+    leftovers.done(pending)
     return PublishResult("refused", repo.root, rels, cause=cause, left_behind=tuple(left))
 
 

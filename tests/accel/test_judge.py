@@ -12,10 +12,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.accel.test_ledger import WRITER, accel_json, by_check
+from tests.accel.test_ledger import WRITER, accel_json, by_check, configure
 from tests.helpers.cli import run, run_json
 from tests.helpers.gitrepos import commit, git, make_fleet
-from tests.helpers.packages import write_config, write_package
+from tests.helpers.packages import write_package
 
 PY = json.dumps(sys.executable)
 
@@ -99,19 +99,7 @@ def workspace(root: Path, mode: str, *, steps: tuple[str, ...] = ("parity",), re
         files["tests/test_red.py"] = RED
     pkg = write_package(root, "pkg", files)
     shutil.copy(WRITER, pkg / "ledger.py")
-    config = write_config(root, [{"name": "pkg", "path": "pkg", "workers": 1}])
-    lines = [
-        "[[promote.accelerations]]",
-        'name = "Spec"',
-        'package = "pkg"',
-        'switch = { env = "SPEC", on = "1", off = "0" }',
-    ]
-    if "parity" in steps:
-        lines.append(f'parity = {{ command = [{PY}, "path.py", "parity", "{{out}}"] }}')
-    if "sweep" in steps:
-        lines.append(f'sweep = {{ command = [{PY}, "path.py", "sweep", "{{out}}"], group_by = ["temperature"] }}')
-    env = f'env = {{ PATH_MODE = "{mode}" }}\n'
-    config.write_text(config.read_text().replace("workers = 1\n", f"workers = 1\n{env}") + "\n".join(lines) + "\n")
+    configure(root, "Spec", "SPEC", mode, steps)
     return root
 
 

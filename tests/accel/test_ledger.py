@@ -119,9 +119,15 @@ def workspace(root: Path, mode: str, *, ledger: bool = True, steps: tuple[str, .
         shutil.copy(WRITER, pkg / "ledger.py")
     else:
         (pkg / "ledger.py").write_text("def record(*args, **kwargs):\n    pass\n")
+    configure(root, "Fast", "FAST", mode, steps)
+    return root
+
+
+def configure(root: Path, name: str, switch: str, mode: str, steps: tuple[str, ...]) -> None:
+    """promote.toml: the package `pkg` (its PATH_MODE set to `mode`) and one acceleration over it, with `steps`."""
     config = write_config(root, [{"name": "pkg", "path": "pkg", "workers": 1}])
-    lines = ['[[promote.accelerations]]', 'name = "Fast"', 'package = "pkg"',
-             'switch = { env = "FAST", on = "1", off = "0" }']  # fmt: skip
+    lines = ['[[promote.accelerations]]', f'name = "{name}"', 'package = "pkg"',
+             f'switch = {{ env = "{switch}", on = "1", off = "0" }}']  # fmt: skip
     if "parity" in steps:
         lines.append(f'parity = {{ command = [{PY}, "path.py", "parity", "{{out}}"] }}')
     if "bench" in steps:
@@ -130,7 +136,6 @@ def workspace(root: Path, mode: str, *, ledger: bool = True, steps: tuple[str, .
         lines.append(f'sweep = {{ command = [{PY}, "path.py", "sweep", "{{out}}"], group_by = ["temperature"] }}')
     env = f'env = {{ PATH_MODE = "{mode}" }}\n'
     config.write_text(config.read_text().replace("workers = 1\n", f"workers = 1\n{env}") + "\n".join(lines) + "\n")
-    return root
 
 
 def accel_json(root: Path, *args: str) -> tuple[int, dict]:
