@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from promote.core.redact import Redactor, clean, printable, redact, secret_name
+from promote.core.redact import Redactor, clean, current, printable, redact, secret_name
 from tests.helpers.cli import run, run_json
 from tests.helpers.gitrepos import Fleet, commit, git, make_fleet
 from tests.helpers.packages import write_package
@@ -221,3 +221,15 @@ def test_a_token_in_a_mirror_urls_query_string_is_hidden_in_checks_table_finding
     assert mirrors["laptop"]["url"] == "https://127.0.0.1:9/s.git?ref=main#access_token=***"
     assert {f["subject"] for f in report["findings"] if f["check"] == "mirror-unreachable"} == {"station", "laptop"}
     assert "private_token=***" in table.stdout
+
+
+def test_the_current_redactor_follows_the_environment_as_it_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The plugin asks for it for every test id: it is cached, but never past a change to the environment.
+    secret = "s3cr3t-value-set-by-a-test"
+    monkeypatch.delenv("PROMOTE_TEST_TOKEN", raising=False)
+    assert current()(f"id[{secret}]") == f"id[{secret}]"
+    monkeypatch.setenv("PROMOTE_TEST_TOKEN", secret)
+    assert current()(f"id[{secret}]") == "id[***]"
+    monkeypatch.setenv("PROMOTE_TEST_TOKEN", "an-0ther-value-entirely")
+    assert current()(f"id[{secret}]") == f"id[{secret}]"
+    assert current()("id[an-0ther-value-entirely]") == "id[***]"
