@@ -220,8 +220,14 @@ def classify(
         return Verdict(victim, kind, tuple(polluters), oracle.used, detail)
 
     def confirmed(polluters: Sequence[str]) -> Verdict:
-        shown = "".join(f", {oracle.counts([c])}" for c in _neighbours(polluters, prefix))
-        return verdict(ORDER_DEPENDENT, polluters, f"{oracle.counts(polluters)}, {oracle.counts([])}{shown}")
+        controls = _neighbours(polluters, prefix)
+        shown = "".join(f", {oracle.counts([c])}" for c in controls)
+        detail = f"{oracle.counts(polluters)}, {oracle.counts([])}{shown}"
+        if len(polluters) == 1 and controls and all(all(oracle.results[(c,)]) for c in controls):
+            # It failed after every test tried, each time: naming one of them would be naming an arbitrary
+            # test. No polluters: the victim fails after any test (it needs to run first in its process).
+            return verdict(ORDER_DEPENDENT, (), detail)
+        return verdict(ORDER_DEPENDENT, polluters, detail)
 
     try:
         # step 1: alone. Failing in the run and again alone, with nothing before it, is a genuine failure:

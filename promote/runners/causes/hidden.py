@@ -130,7 +130,8 @@ def cause(
 
 def hidden_finding(v: bisect.Verdict, result: PackageResult) -> Finding | None:
     """An order-dependent failure that the run did not show, because promote restored state."""
-    if v.kind != bisect.ORDER_DEPENDENT:
+    if v.kind != bisect.ORDER_DEPENDENT or not v.polluters:
+        # Failing after any test is no state promote restored: the verdict's own finding says it.
         return None
     named = ", ".join(v.polluters)
     leaked = [leak for leak in result.leaks if leak.test in v.polluters]

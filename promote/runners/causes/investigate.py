@@ -89,6 +89,8 @@ def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding], location: Locat
         if leaked:
             message += "; " + "; ".join(leaked)
         return Finding("order-dependent", "error", v.test, message, cause=named, location=location)
+    if v.kind == bisect.ORDER_DEPENDENT and not v.polluters:
+        return Finding("order-dependent", "error", v.test, after_any_test(v), cause=v.test, location=location)
     if v.kind == bisect.ORDER_DEPENDENT:
         named = ", ".join(v.polluters)
         message = (
@@ -105,6 +107,15 @@ def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding], location: Locat
         message = f"undecided whether order-dependent: {v.detail}"
         return Finding("rerun-undecided", "warning", v.test, message, location=location)
     return None
+
+
+def after_any_test(v: bisect.Verdict) -> str:
+    """The message of a victim that failed after each test tried before it, and never alone."""
+    return (
+        f"fails after any test that runs before it in the same process, and passes alone ({v.detail}; found in "
+        f"{v.reruns} reruns): it passes only when it runs first, so the cause is in the test itself (state it "
+        "expects fresh) or in something every test does, not in one earlier test"
+    )
 
 
 @dataclass(frozen=True)

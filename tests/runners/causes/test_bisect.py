@@ -169,3 +169,29 @@ def test_a_race_at_one_in_two_after_any_test_is_seldom_called_order_dependent() 
         )
     assert kinds.count(ORDER_DEPENDENT) <= 0.005 * len(kinds), kinds.count(ORDER_DEPENDENT)
     assert FLAKY in kinds
+
+
+def test_a_victim_failing_after_every_test_tried_names_no_polluter() -> None:
+    # It passes only first in its process: the controls either side fail as the suspect does, every time.
+    calls: list[tuple[str, ...]] = []
+
+    def run(prefix: Sequence[str]) -> bool:
+        calls.append(tuple(prefix))
+        return bool(prefix)
+
+    verdict = classify("t180", TESTS[:180], run, budget=60)
+    assert verdict.kind == ORDER_DEPENDENT
+    assert verdict.polluters == ()
+    assert verdict.detail == "4 of 4 after t000, 0 of 4 alone, 4 of 4 after t001, 4 of 4 after t002"
+
+
+def test_one_failing_control_leaves_the_polluter_named() -> None:
+    # Two tests that pollute alike, side by side: one control fails too, the other passes.
+    run, _ = polluted_by("t037")
+
+    def either(prefix: Sequence[str]) -> bool:
+        return run(prefix) or "t036" in prefix
+
+    verdict = classify("t180", TESTS[:180], either, budget=60)
+    assert verdict.kind == ORDER_DEPENDENT
+    assert verdict.polluters in (("t036",), ("t037",))

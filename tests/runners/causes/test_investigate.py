@@ -146,6 +146,25 @@ def test_a_race_failing_every_other_time_after_any_test_is_flaky_with_counts_nev
         assert verdict["reruns"] <= math.ceil(math.log2(40)) + 2
 
 
+def test_a_victim_that_fails_after_any_test_is_its_own_cause_not_an_arbitrary_polluters(tmp_path: Path) -> None:
+    # It asserts it runs first in its process (a counter no probe watches): every test before it "pollutes".
+    files = suite({}, {30: "assert not polluted.RAN"}, n=40)
+    files["polluted.py"] = "STATE = {}\nRAN = []\n"
+    files["conftest.py"] = RACY_CONFTEST
+    write_package(tmp_path, "pkg", files)
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    code, report = promote_test(tmp_path)
+
+    assert code == 1
+    [finding] = [f for f in report["findings"] if f["check"] == "order-dependent"]
+    assert finding["subject"] == finding["cause"] == node_id(30)
+    assert finding["message"].startswith("fails after any test that runs before it in the same process"), finding
+    assert "0 of 4 alone" in finding["message"]
+    [verdict] = report["packages"][0]["reruns"]
+    assert verdict["polluters"] == []
+
+
 def test_a_victim_blamed_on_a_different_polluter_than_in_an_earlier_run_is_flaky(tmp_path: Path) -> None:
     mode = tmp_path / "which-test-pollutes"
     pollutes = f"if open({str(mode)!r}).read() == '{{}}': polluted.STATE['x'] = 1"
