@@ -42,6 +42,7 @@ _NOT_SECRET = re.compile(
     r"XDG_.*|SSH_AUTH_SOCK|DBUS_SESSION_BUS_ADDRESS|SESSION_MANAGER|DESKTOP_SESSION|GPG_AGENT_INFO|.*_ASKPASS"
 )
 _NUMBER = re.compile(r"[-+]?[0-9]+(?:\.[0-9]+)?")
+_WORD = re.compile(r"[a-z]{1,12}")
 _TOO_COMMON = frozenset({"true", "false", "none", "null", "yes", "no", "on", "off"})
 
 # scheme://user:secret@host or scheme://token@host: everything between "//" and "@" is secret.
@@ -122,13 +123,18 @@ def worth_redacting(value: str) -> bool:
 
 
 def plain_setting(value: str) -> bool:
-    """Whether a package `env` value is plainly configuration: a number, or an absolute path (on one line).
+    """Whether a package `env` value is plainly configuration: a number, an absolute path (on one line), or a
+    short lower-case word (`idle`, `report`, `metal`).
 
     Such values stay visible when their variable's name does not look secret: a model directory masked as
     `***` would hide which checkpoint a test needed, above all when it is missing (`'***/target'` says
-    nothing of where it was looked for), and no credential is written as an absolute path.
+    nothing of where it was looked for), and no credential is written as an absolute path. A word such as
+    `idle`, masked wherever it appears, garbles every other text (`acceleration-***`), and a credential is
+    not a short word of lower-case letters alone.
     """
     v = value.strip()
+    if _WORD.fullmatch(v) is not None:
+        return True
     return _NUMBER.fullmatch(v) is not None or (os.path.isabs(v) and "\n" not in v and " " not in v)
 
 

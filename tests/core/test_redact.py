@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from promote.core.redact import Redactor, clean, current, printable, redact, secret_name
+from promote.core.redact import Redactor, clean, current, environ_secrets, printable, redact, secret_name
 from tests.helpers.cli import run, run_json
 from tests.helpers.gitrepos import Fleet, commit, git, make_fleet
 from tests.helpers.packages import write_package
@@ -233,3 +233,16 @@ def test_the_current_redactor_follows_the_environment_as_it_changes(monkeypatch:
     monkeypatch.setenv("PROMOTE_TEST_TOKEN", "an-0ther-value-entirely")
     assert current()(f"id[{secret}]") == f"id[{secret}]"
     assert current()("id[an-0ther-value-entirely]") == "id[***]"
+
+
+def test_a_package_env_word_stays_visible_where_a_credential_under_any_name_does_not() -> None:
+    env = {
+        "PROMOTE_PACKAGE_ENV_NAMES": "MODE,LICENSE_ID,MODEL_DIR",
+        "MODE": "idle",
+        "LICENSE_ID": "Zq3kP9xw2Lm8",
+        "MODEL_DIR": "/models/target",
+        "DB_PASSWORD": "hunterxyz",
+    }
+    assert environ_secrets(env) == {"Zq3kP9xw2Lm8", "hunterxyz"}
+    # Masked wherever it appeared, a plain word garbled other words: acceleration-idle became acceleration-***.
+    assert Redactor(environ_secrets(env))("acceleration-idle in MODE=idle") == "acceleration-idle in MODE=idle"
