@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from promote.accel.commands import Arm, CommandError, arm, run, shown
+from promote.accel.ledger import LEDGER_ENV, Engagement, pooled, read_tally
 from promote.accel.results import ArmStats, BenchResult, CaseResult, Overload, Run
 from promote.config.settings import AccelerationConfig, BenchConfig, Config
 from promote.core.stats import MedianInterval, children_cpu, median_interval
@@ -133,12 +134,17 @@ def schedule(cases: int, rounds: int) -> list[list[tuple[int, bool]]]:
 
 
 def interleave(
-    base: Arm, cand: Arm, bench: BenchConfig, say: Say | None = None, *, cores: int | None = None
-) -> BenchResult:
-    """Every case's two arms in each of `bench.rounds` rounds, after warm-ups; `cores` judges the load."""
-    pairs = [(None, base, cand)] if bench.cases is None else [
-        (c.name, _appended(base, c.args), _appended(cand, c.args)) for c in bench.cases
-    ]  # fmt: skip
+    base: Arm, cand: Arm, bench: BenchConfig, say: Say | None = None, *, cores: int | None = None,
+    ledgers: Path | None = None,
+) -> BenchResult:  # fmt: skip
+    """Every case's two arms in each of `bench.rounds` rounds, after warm-ups; `cores` judges the load.
+
+    With `ledgers`, each case's arm appends its ledger lines to a file of its own there (`ledger_file`).
+    """
+    named = [(None, ())] if bench.cases is None else [(c.name, c.args) for c in bench.cases]
+    pairs = [
+        (n, _case_arm(base, k, args, ledgers), _case_arm(cand, k, args, ledgers)) for k, (n, args) in enumerate(named)
+    ]
     if say is not None:
         say(plan(bench, len(pairs)))
     with tempfile.TemporaryDirectory(prefix="promote-bench-") as tmp:
@@ -162,8 +168,8 @@ def interleave(
                     timed = ", ".join(f"{a.name} {_said(runs[k][a.name][-1], bench.metric)}" for a in order)
                     say(f"round {i + 1}/{bench.rounds}{label}: {timed}")
     found = machine_cores() if cores is None else cores
-    named = [n for n, _, _ in pairs]
-    cases = [summarize(n, r, tuple(o), bench, found) for n, r, o in zip(named, runs, orders, strict=True)]
+    names = [n for n, _, _ in pairs]
+    cases = [summarize(n, r, tuple(o), bench, found) for n, r, o in zip(names, runs, orders, strict=True)]
     return combine(cases, bench)
 
 
@@ -171,8 +177,29 @@ def _said(r: Run, metric: str | None) -> str:
     return f"{r.wall_s:.3f}s" + ("" if r.metric is None else f" ({r.metric:g} {metric})")
 
 
-def _appended(a: Arm, args: tuple[str, ...]) -> Arm:
-    return replace(a, argv=(*a.argv, *args))
+def ledger_file(ledgers: Path, case: int, arm_name: str) -> Path:
+    """The file one case's arm appends its ledger lines to, over every round (warm-ups included)."""
+    # By the case's place, not its name: a name is the team's TOML key and may hold anything.
+    return ledgers / f"case-{case}.{arm_name}.jsonl"
+
+
+def _case_arm(a: Arm, case: int, args: tuple[str, ...], ledgers: Path | None) -> Arm:
+    """The arm with the case's arguments appended and, with `ledgers`, a ledger file of the case's own."""
+    # A file per case, not one per arm: a workload whose drafts are all rejected shows as its own figure.
+    env = a.env if ledgers is None else {**a.env, LEDGER_ENV: str(ledger_file(ledgers, case, a.name))}
+    return replace(a, argv=(*a.argv, *args), env=env)
+
+
+def with_ledgers(timed: BenchResult, ledgers: Path, accel: str) -> BenchResult:
+    """Each case's tally per arm from its own files, and the bench's: every case's lines of an arm together."""
+    files = {a: [ledger_file(ledgers, k, a) for k in range(len(timed.cases))] for a in (BASELINE, CANDIDATE)}
+    cases = tuple(
+        replace(c, engagement=Engagement(read_tally(files[BASELINE][k], accel), read_tally(files[CANDIDATE][k], accel)))
+        for k, c in enumerate(timed.cases)
+    )
+    return replace(
+        timed, cases=cases, engagement=Engagement(pooled(files[BASELINE], accel), pooled(files[CANDIDATE], accel))
+    )
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,9 @@ def off_arms(
 def on_arms(
     switch: SwitchResult | None, parity: ParityResult | None, timed: BenchResult | None, sweep: SweepResult | None
 ) -> list[Tally]:
-    """Each run's switched-on arm (the bench's candidate) that wrote a ledger."""
-    steps = (switch, parity, timed, sweep)
+    """Each run's switched-on arm that wrote a ledger (a bench of named cases is judged per case: `idle_cases`)."""
+    bench = None if timed is None or timed.named_cases else timed
+    steps = (switch, parity, bench, sweep)
     return [s.engagement.on for s in steps if s is not None and s.engagement is not None]
 
 
@@ -55,17 +56,27 @@ def drafted(tallies: list[Tally]) -> tuple[int, int, Acceptance | None]:
     return sum(t.served for t in tallies), sum(t.requests for t in tallies), total
 
 
-def idle(accel: AccelerationConfig, tallies: list[Tally]) -> list[Finding]:
-    """`acceleration-idle`: the path served, but kept (almost) none of the tokens it drafted."""
+def idle(accel: AccelerationConfig, tallies: list[Tally], case: str | None = None) -> list[Finding]:
+    """`acceleration-idle`: the path served, but kept (almost) none of the tokens it drafted (in the bench's `case`)."""
     served, requests, acc = drafted(tallies)
     if acc is None or served == 0 or (acc.rate is not None and acc.rate >= IDLE_RATE):
         return []
     env, on = accel.switch.env, accel.switch.on
-    msg = (
-        f"served {served} of {requests} requests with {env}={on}, but accepted {acc.accepted} of {acc.drafted} "
-        f"drafted tokens ({rate_text(acc)}): no faster by design"
+    where, subject = (
+        ("", accel.name) if case is None else (f" in the bench's case {case}", f"{accel.name}, case {case}")
     )
-    return [Finding("acceleration-idle", "warning", accel.name, msg, f"{env}={on}")]
+    msg = (
+        f"served {served} of {requests} requests{where} with {env}={on}, but accepted {acc.accepted} of "
+        f"{acc.drafted} drafted tokens ({rate_text(acc)}): no faster by design"
+    )
+    return [Finding("acceleration-idle", "warning", subject, msg, f"{env}={on}")]
+
+
+def idle_cases(accel: AccelerationConfig, timed: BenchResult | None) -> list[Finding]:
+    """`acceleration-idle` per named bench case, from the case's own candidate ledger."""
+    # Pooled, a workload whose drafts are all rejected hides behind one whose drafts are kept: each is its own.
+    cases = () if timed is None else timed.named_cases
+    return [f for c in cases if c.engagement is not None for f in idle(accel, [c.engagement.on], c.name)]
 
 
 def rate_text(a: Acceptance) -> str:

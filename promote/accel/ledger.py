@@ -16,7 +16,7 @@ from typing import Literal, TypeGuard, cast
 from promote.accel.ledger_writer import LEDGER_ENV, OUTCOMES
 from promote.core.vocab import LedgerOutcome as Outcome
 
-__all__ = ["LEDGER_ENV", "Engagement", "Entry", "Outcome", "Tally", "fresh", "read", "read_tally", "tally"]
+__all__ = ["LEDGER_ENV", "Engagement", "Entry", "Outcome", "Tally", "fresh", "pooled", "read", "read_tally", "tally"]
 
 
 @dataclass(frozen=True)
@@ -184,6 +184,17 @@ def tally(entries: Iterable[Entry], unparseable: int = 0) -> Tally:
 
 def read_tally(path: Path, accel: str, *, upto: int | None = None) -> Tally:
     entries, bad = read(path, accel, upto=upto)
+    return tally(entries, bad)
+
+
+def pooled(paths: Iterable[Path], accel: str) -> Tally:
+    """One tally over several files (one arm of every bench case): their lines counted together."""
+    entries: list[Entry] = []
+    bad = 0
+    for path in paths:
+        found, unreadable = read(path, accel)
+        entries += found
+        bad += unreadable
     return tally(entries, bad)
 
 

@@ -108,10 +108,19 @@ class CaseResult:
     wall_speedup: float | None = None  # by wall time, recorded beside a metric's speedup
     overload: Overload | None = None
     imbalance: str | None = None  # the arms ran under different load: the machine was not the same
+    engagement: Engagement | None = None  # the case's own ledger lines: off = the baseline arm, on = the candidate
 
     @property
     def rounds(self) -> int:
         return len(self.order)
+
+    def _acceptance(self) -> dict[str, object] | None:
+        """Per arm, the tokens its path drafted in this case and the share accepted (null: no line counted them)."""
+        e = self.engagement
+        if e is None:
+            return None
+        return {arm: None if t.acceptance is None else t.acceptance.to_json() for arm, t in (("baseline", e.off),
+                ("candidate", e.on))}  # fmt: skip
 
     def to_json(self) -> dict[str, object]:
         iv = self.interval
@@ -121,6 +130,7 @@ class CaseResult:
             "verdict": self.verdict, "order": list(self.order), "arms": {k: a.to_json() for k, a in self.arms.items()},
             "wall_speedup": None if self.wall_speedup is None else round(self.wall_speedup, 4),
             "overloaded": None if self.overload is None else self.overload.to_json(), "load_imbalance": self.imbalance,
+            "ledger": None if self.engagement is None else self.engagement.to_json(), "acceptance": self._acceptance(),
         }  # fmt: skip
 
 
@@ -147,6 +157,11 @@ class BenchResult:
     metric: str | None = None  # None: the speedup is wall time
     better: Better = "higher"
     overload: Overload | None = None
+
+    @property
+    def named_cases(self) -> tuple[CaseResult, ...]:
+        """The workloads `bench.cases` named (none for a bench of the one command as configured)."""
+        return tuple(c for c in self.cases if c.name is not None)
 
     def to_json(self) -> dict[str, object]:
         iv = self.interval

@@ -74,7 +74,8 @@ def _bench_served(name: str, b: BenchResult, measured: bool) -> str:
     on = b.engagement.on
     if on.served == 0:
         return f"not a measurement of {name}: it served 0 of {on.requests} requests in the candidate arm (timed {text})"
-    return f"{text}; the candidate arm's path served {on.served} of {on.requests} requests{_accepted(on, ', ')}"
+    every = " over every case" if b.named_cases else ""
+    return f"{text}; the candidate arm's path served {on.served} of {on.requests} requests{every}{_accepted(on, ', ')}"
 
 
 def _tests(run: SwitchRun) -> str:
@@ -129,7 +130,10 @@ def _load(c: CaseResult) -> str:
     return text
 
 
-BENCH_HEADER = ("Case", "Speedup", "Interval", "Rounds", "Verdict", "Wall time", "Load")
+BENCH_HEADER = (
+    "Case", "Speedup", "Interval", "Rounds", "Verdict", "Wall time", "Accepted, baseline", "Accepted, candidate",
+    "Load",
+)  # fmt: skip
 
 
 def bench_table(b: BenchResult | None) -> list[list[str]]:
@@ -140,9 +144,17 @@ def bench_table(b: BenchResult | None) -> list[list[str]]:
     for c in b.cases:
         load = "-" if c.overload is None else f"overloaded: load {c.overload.load:.1f} on {c.overload.cores} cores"
         wall = "-" if c.wall_speedup is None else f"{c.wall_speedup:.2f}x"
+        accepted = (
+            ["-", "-"] if c.engagement is None else [_arm_accepted(c.engagement.off), _arm_accepted(c.engagement.on)]
+        )
         out.append([str(c.name), _figure(c, b.metric), f"{c.interval.low:.2f}-{c.interval.high:.2f}", str(c.rounds),
-                    c.verdict, wall, load])  # fmt: skip
+                    c.verdict, wall, *accepted, load])  # fmt: skip
     return out
+
+
+def _arm_accepted(t: Tally) -> str:
+    """One case's arm: its accepted drafts, `-` when no line counted tokens, not measured when it wrote no line."""
+    return NOT_COUNTED if t.lines == 0 else _accepted_cell(t)
 
 
 def sweep_text(s: SweepResult, measured: bool) -> str:

@@ -34,8 +34,11 @@ def record(config: Config, report: AccelReport, *, kind: str, run_id: str | None
                 "findings": [f.check for f in r.findings],
             })
         )  # fmt: skip
-    with os.fdopen(state.private_file(path), "a", encoding="utf-8") as f:
-        f.write("".join(line + "\n" for line in lines))
+    try:
+        with os.fdopen(state.private_file(path), "a", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+    except OSError as e:  # a full disk: one line naming the file, not a traceback
+        raise state.StateError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def recent(config: Config, name: str, limit: int = 20) -> list[dict[str, Any]]:

@@ -12,8 +12,8 @@ from pathlib import Path
 from promote.accel import bench as bench_mod
 from promote.accel import effect, engaged
 from promote.accel import switch as switch_mod
-from promote.accel.commands import Arm, CommandError
-from promote.accel.ledger import LEDGER_ENV, Engagement, fresh, read_tally
+from promote.accel.commands import CommandError
+from promote.accel.ledger import fresh
 from promote.accel.parity import check_parity
 from promote.accel.results import AccelResult, BenchResult, ParityResult, StationBuild, SwitchResult, broken
 from promote.accel.speed import speed_findings
@@ -148,6 +148,7 @@ def counted(
     out = engaged.vacuous(accel, switch, parity, timed)
     out += effect.ineffective(accel, effect.off_arms(accel, switch, parity, timed, sweep))
     out += effect.idle(accel, effect.on_arms(switch, parity, timed, sweep))
+    out += effect.idle_cases(accel, timed)
     if sweep is not None:
         out += engaged.sweep_findings(accel, sweep)
     return tuple(out)
@@ -162,17 +163,11 @@ def run_bench(
     spec = accel.bench if rounds is None else replace(accel.bench, rounds=rounds)
     try:
         with worktree(config.root, baseline_ref) as tree, fresh("bench") as tmp:
-            base, cand = (_ledgered(a, tmp) for a in bench_mod.arms(config, accel, spec, tree))
-            timed = bench_mod.interleave(base, cand, spec, say, cores=cores)
-            engaged_arms = Engagement(*(read_tally(tmp / f"{a.name}.jsonl", accel.name) for a in (base, cand)))
-            return replace(timed, baseline_ref=baseline_ref, engagement=engaged_arms)
+            base, cand = bench_mod.arms(config, accel, spec, tree)
+            timed = bench_mod.interleave(base, cand, spec, say, cores=cores, ledgers=tmp)
+            return replace(bench_mod.with_ledgers(timed, tmp, accel.name), baseline_ref=baseline_ref)
     except CommandError as e:
         return bench_mod.failed(spec, e, baseline_ref)
-
-
-def _ledgered(a: Arm, tmp: Path) -> Arm:
-    """The arm writing its ledger to a file of its own, kept over every round (warm-ups included)."""
-    return replace(a, env={**a.env, LEDGER_ENV: str(tmp / f"{a.name}.jsonl")})
 
 
 @contextmanager

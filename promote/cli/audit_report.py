@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from promote.cli.render import findings_lines
 from promote.cli.terminal import AUDIT_TONES, GATE_TONES, mark
-from promote.evidence.audit import AuditResult
+from promote.core.vocab import Stored
+from promote.evidence.audit import AuditResult, Unstored
 from promote.evidence.gates import TITLES
 from promote.evidence.publish import PublishResult
 
@@ -17,7 +20,10 @@ def audit_report(r: AuditResult) -> str:
         lines += [f"          {line}" for line in gate.evidence]
     if r.findings:
         lines += ["", "findings:", *findings_lines(r.findings)]
-    lines += ["", "pages:", f"  {r.pages.md}", f"  {r.pages.html}", f"  {r.pages.json}"]
+    if r.pages is None:
+        lines += ["", "pages: not written"]
+    else:
+        lines += ["", "pages:", f"  {r.pages.md}", f"  {r.pages.html}", f"  {r.pages.json}"]
     if r.published is not None:
         lines.append(f"published: {published_line(r.published)}")
     return "\n".join(lines)
@@ -44,3 +50,17 @@ def published_line(p: PublishResult) -> str:
     elif p.push == "refused":
         text += f"; push to origin refused: {p.push_cause}"
     return text
+
+
+# What each part of an audit that a full disk (or a locked history) refused is called in the last line.
+UNSTORED: dict[Stored, str] = {
+    "records": "the run's records were not stored",
+    "history": "the run was not recorded in the history",
+    "pages": "the evidence pages were not written",
+}
+
+
+def unstored_line(unstored: Sequence[Unstored], *, publish: bool) -> str:
+    """The one line after the report: each part not written and why; with --publish, that nothing was."""
+    text = "; ".join(f"{UNSTORED[u.what]}: {u.error}" for u in unstored)
+    return text + ("; nothing was published" if publish else "")

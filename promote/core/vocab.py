@@ -146,6 +146,8 @@ def parity_holds(verdict: ParityVerdict) -> bool:
 
 # --- Publishing the evidence page, and a finding's severity.
 PublishStatus = Literal["committed", "unchanged", "refused", "unverified"]
+# What an audit writes under `.promote/` that a full disk (or a locked history) can refuse: its decision stands.
+Stored = Literal["records", "history", "pages"]  # records: the run's junit.xml and run.json
 PushStatus = Literal["pushed", "refused"]
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import posixpath
-from contextlib import closing
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from promote.accel.store import record as record_accel
 from promote.accel.verify import AccelReport, run_accelerations
@@ -17,18 +18,19 @@ from promote.checks.docs import audit_docs, index_path
 from promote.config import Config, DocsConfig
 from promote.config.workspace import Workspace, resolve_candidate
 from promote.core import state
-from promote.core.errors import ConfigError
+from promote.core.errors import ConfigError, PromoteError
 from promote.core.findings import Finding
 from promote.core.git import Repo
 from promote.core.outcome import CheckOutcome, Status
+from promote.core.vocab import Stored
 from promote.evidence import accel_section, gates, index_page, intoto
 from promote.evidence import deltas as deltas_mod
 from promote.evidence import pages as evidence
-from promote.evidence.history import History, StoredRun
+from promote.evidence.history import History, HistoryError, StoredRun
 from promote.evidence.pages import Pages
 from promote.evidence.publish import PublishResult, preflight
 from promote.evidence.publish import publish as publish_page
-from promote.evidence.store import outcomes_of, record_switch_runs
+from promote.evidence.store import outcomes_of, record_into, record_switch_runs
 from promote.release import journal
 from promote.release.check import CheckResult, check
 from promote.release.deployed import audit_deployed
@@ -37,6 +39,18 @@ from promote.runners.package import ProgressCallback
 from promote.runners.suite import RunResult, new_run_id, run_tests
 
 HISTORY_POINTS = 20
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Unstored:
+    """A part of the audit that could not be written (a full disk, a locked history), and its one line of why."""
+
+    what: Stored
+    error: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"what": self.what, "error": self.error}
 
 
 @dataclass(frozen=True)
@@ -45,8 +59,9 @@ class AuditResult:
     verdict: Status
     gates: dict[str, gates.Gate]
     findings: tuple[Finding, ...]
-    pages: Pages
+    pages: Pages | None  # None: they could not be written (see `unstored`)
     published: PublishResult | None = None
+    unstored: tuple[Unstored, ...] = ()  # what could not be written; the gates, decided in memory, stand
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -54,9 +69,20 @@ class AuditResult:
             "verdict": self.verdict,
             "gates": {k: g.to_json() for k, g in self.gates.items()},
             "findings": [f.to_json() for f in self.findings],
-            "pages": self.pages.to_json(),
+            "pages": None if self.pages is None else self.pages.to_json(),
             "published": self.published.to_json() if self.published else None,
+            "unstored": [u.to_json() for u in self.unstored],
         }
+
+
+def attempt(unstored: list[Unstored], what: Stored, write: Callable[[], T]) -> T | None:
+    """`write()`, or None with why it failed added to `unstored` (once per part): the audit goes on without it."""
+    try:
+        return write()
+    except PromoteError as e:  # StateError, HistoryError: one line naming the file, a full disk or a lock
+        if all(u.what != what for u in unstored):
+            unstored.append(Unstored(what, str(e)))
+        return None
 
 
 def now() -> str:
@@ -114,6 +140,7 @@ class Decided:
     stored: StoredRun
     deltas: deltas_mod.Deltas
     recent: list[StoredRun]
+    unstored: tuple[Unstored, ...] = ()  # the history could not be opened or could not take the run
 
 
 def observe(
@@ -131,10 +158,8 @@ def observe(
         commit = resolve_candidate(ws, candidate)[0]
         page = preflight(cfg.docs, run_id=run_id, commit=commit, push=push)
     result = check(ws, candidate)
+    # A run whose records could not be stored (a full disk) goes on: everything after is decided from it in memory.
     run = run_tests(cfg, on_progress=on_progress, run_id=run_id, on_step=on_step) if cfg.packages else None
-    if run is not None and run.unstored is not None:
-        # The pages are built from the stored run: without it there is no evidence to publish.
-        raise state.StateError(f"the run's records were not stored: {run.unstored}")
     outcomes = run_checks(ws, result, run)
     # Each accelerated path's switch both ways and parity; its bench only when asked (benches are long).
     accel = run_accelerations(cfg, bench=bench, on_progress=on_progress) if cfg.accelerations else None
@@ -169,8 +194,17 @@ def all_findings(seen: Observed, deltas: deltas_mod.Deltas) -> list[Finding]:
     return findings
 
 
+def decide(cfg: Config, seen: Observed, stored: StoredRun, deltas: deltas_mod.Deltas) -> Decided:
+    """The gates and findings from what was observed, and the run as the history would store it."""
+    decided = decide_gates(cfg, seen, deltas)
+    findings = all_findings(seen, deltas)
+    gate_status: dict[str, str] = {k: g.status for k, g in decided.items()}
+    stored = replace(stored, finished=now(), gates=gate_status, findings=tuple(findings))
+    return Decided(decided, findings, stored, deltas, [])
+
+
 def decide_and_record(cfg: Config, seen: Observed, command: str) -> Decided:
-    """Compare with the previous run, decide the gates, and store the run in the history (closed however it ends)."""
+    """Compare with the previous run, decide the gates, store the run in the history; what it refused is `unstored`."""
     run = seen.run
     stored = StoredRun(
         run_id=seen.run_id,
@@ -183,15 +217,35 @@ def decide_and_record(cfg: Config, seen: Observed, command: str) -> Decided:
         stations={p.name: p.station for p in run.packages} if run else {},
         tests=outcomes_of(run),
     )
-    with closing(History(state.state_dir(cfg.root))) as history:
-        deltas = deltas_mod.compare(stored, history.previous(stored))
-        decided = decide_gates(cfg, seen, deltas)
-        findings = all_findings(seen, deltas)
-        gate_status: dict[str, str] = {k: g.status for k, g in decided.items()}
-        stored = replace(stored, finished=now(), gates=gate_status, findings=tuple(findings))
-        history.record(stored)
-        recent = [history.get(r) for r in history.run_ids(HISTORY_POINTS)]
-    return Decided(decided, findings, stored, deltas, recent)
+    unstored: list[Unstored] = []
+    history = attempt(unstored, "history", lambda: History(state.state_dir(cfg.root)))
+    try:
+        previous = attempt(unstored, "history", lambda: reading(history, lambda h: h.previous(stored)))
+        if history is None or unstored:
+            # Decided without the earlier runs, and said so: not a first run, a comparison that could not be made.
+            unread = deltas_mod.Deltas(None, 0, stored.count("passed"), unread=True)
+            return replace(decide(cfg, seen, stored, unread), unstored=tuple(unstored))
+        done = decide(cfg, seen, stored, deltas_mod.compare(stored, previous))
+        attempt(unstored, "history", lambda: record_into(history, done.stored))
+        recent = attempt(unstored, "history", lambda: reading(history, _recent)) or []
+        return replace(done, recent=recent, unstored=tuple(unstored))
+    finally:
+        if history is not None:
+            history.close()
+
+
+def reading(history: History | None, read: Callable[[History], T]) -> T | None:
+    """`read(history)` (None without one); a database error as HistoryError: a full disk fails reads too."""
+    if history is None:
+        return None
+    try:
+        return read(history)
+    except sqlite3.Error as e:  # SQLite's shared-memory file cannot grow on a full disk, a read included
+        raise HistoryError(f"{history.path}: cannot read the history database: {e}") from None
+
+
+def _recent(history: History) -> list[StoredRun]:
+    return [history.get(r) for r in history.run_ids(HISTORY_POINTS)]
 
 
 def statements_of(ws: Workspace, seen: Observed) -> dict[str, dict[str, Any]]:
@@ -228,6 +282,8 @@ def audit(
         ws, publish=publish, candidate=candidate, bench=bench, on_progress=on_progress, on_step=on_step, push=push
     )  # fmt: skip
     done = decide_and_record(cfg, seen, command)
+    records = () if seen.run is None or seen.run.unstored is None else (Unstored("records", seen.run.unstored),)
+    unstored = [*records, *done.unstored]
     merge = journal.last_merge(cfg.root, seen.check.candidate)
     doc = evidence.document(
         run_id=seen.run_id,
@@ -242,13 +298,16 @@ def audit(
         sections=[] if seen.accel is None else [accel_section.section(cfg, seen.accel)],
         root=ws.repo.root,
     )
-    if seen.accel is not None:
-        record_accel(cfg, seen.accel, kind="audit", run_id=seen.run_id)
-        record_switch_runs(cfg, seen.accel, command, done.stored.commit)
-    pages = evidence.write(doc, state.runs_dir(cfg.root) / seen.run_id, statements_of(ws, seen))
+    if (accel := seen.accel) is not None:
+        attempt(unstored, "history", lambda: record_accel(cfg, accel, kind="audit", run_id=seen.run_id))
+        attempt(unstored, "history", lambda: record_switch_runs(cfg, accel, command, done.stored.commit))
+    out = state.runs_dir(cfg.root) / seen.run_id
+    pages = attempt(unstored, "pages", lambda: evidence.write(doc, out, statements_of(ws, seen)))
     published = None
-    if cfg.docs is not None and seen.page is not None:
+    # Only evidence that is all on disk is published: a page whose run or history is missing stays here, said.
+    if cfg.docs is not None and seen.page is not None and pages is not None and not unstored:
         message = f"promote: evidence for {seen.check.candidate[:7]} ({doc['verdict']}), run {seen.run_id}"
         docs, rel, md = cfg.docs, seen.page, pages.md.read_text(encoding="utf-8")
         published = publish_page(docs.repo, lambda: publish_files(docs, rel, md), message, push=push)
-    return AuditResult(seen.run_id, doc["verdict"], done.gates, tuple(done.findings), pages, published)
+    gates_, findings = done.gates, tuple(done.findings)
+    return AuditResult(seen.run_id, doc["verdict"], gates_, findings, pages, published, tuple(unstored))

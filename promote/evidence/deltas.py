@@ -44,9 +44,12 @@ class Deltas:
     fixed: tuple[Delta, ...] = ()
     newly_failing: tuple[Delta, ...] = ()
     filtered: tuple[Delta, ...] = ()
+    unread: bool = False  # the history could not be opened: earlier runs may exist, none was compared
 
     @property
     def headline(self) -> str:
+        if self.unread:
+            return f"{self.passed_now} pass; not compared with earlier runs: the history could not be read"
         if self.previous is None:
             return f"first run of these packages: {self.passed_now} pass, nothing earlier to compare with"
         return f"{self.passed_now} now pass where {self.passed_before} did"
@@ -54,7 +57,7 @@ class Deltas:
     @property
     def first(self) -> bool:
         """No earlier comparable run: nothing was fixed or broken *since*, it is where counting starts."""
-        return self.previous is None
+        return self.previous is None and not self.unread
 
     def findings(self) -> list[Finding]:
         return [
@@ -77,6 +80,7 @@ class Deltas:
             "passed_now": self.passed_now,
             "headline": self.headline,
             "first": self.first,
+            "unread": self.unread,
             "fixed": [d.to_json() for d in self.fixed],
             "newly_failing": [d.to_json() for d in self.newly_failing],
             "filtered_not_fixed": [d.to_json() for d in self.filtered],

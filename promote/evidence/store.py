@@ -43,7 +43,7 @@ def record_test_run(config: Config, run: RunResult, command: str, commit: str | 
     """Store `run`, made on `commit` (as `head_commit` read it when the tests started); HistoryError if it cannot."""
     history = History(state.state_dir(config.root))
     try:
-        _record(
+        record_into(
             history,
             StoredRun(
                 run_id=run.run_id,
@@ -69,7 +69,8 @@ def record_switch_runs(config: Config, report: AccelReport, command: str, commit
                 record_test_run(config, run, f"{command} ({r.env}={way.value})", commit, kind=SWITCH_KIND)
 
 
-def _record(history: History, run: StoredRun) -> None:
+def record_into(history: History, run: StoredRun) -> None:
+    """Store `run` in `history`; HistoryError (one line) when the database cannot take it."""
     try:
         history.record(run)
     except sqlite3.Error as e:  # another process holding the database past the wait, a full disk

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from promote.accel.bench import machine_cores, schedule
 from promote.accel.verify import run_accelerations, run_bench
 from promote.evidence.accel_section import section
 from promote.evidence.render import _environment
-from tests.accel.test_ledger import accel_json, by_check
+from tests.accel.test_ledger import WRITER, accel_json, by_check
 from tests.helpers.cli import run, run_json
 from tests.helpers.gitrepos import commit, git, make_fleet
 from tests.helpers.packages import write_config
@@ -96,7 +98,13 @@ def test_cases_run_in_one_schedule_each_with_its_verdict_and_slower_names_the_cl
     ]
     for row in rows:
         assert f"\n  {row}  " in result.stdout
-    assert "  Case   Speedup                Interval   Rounds  Verdict  Wall time  Load\n" in result.stdout
+    header = (
+        "  Case   Speedup                Interval   Rounds  Verdict  Wall time  Accepted, baseline  Accepted, candidate"
+    )
+    assert header + "  Load\n" in result.stdout
+    # The command writes no ledger: what each case's arms accepted is not measured, never a 0.
+    assert "long   0.50x by tokens_per_s  0.50-0.50  5       slower   " in result.stdout
+    assert result.stdout.count("  not measured        not measured ") == 3
 
 
 def test_the_schedule_rotates_the_cases_and_alternates_each_cases_arms() -> None:
@@ -205,7 +213,10 @@ def test_the_page_gives_one_row_per_case(tmp_path: Path) -> None:
     config = config_mod.load(tmp_path / "promote.toml")
     data = section(config, run_accelerations(config))
     page = _environment(html=False).get_template("accel.md.j2").render(section=data)
-    assert "| Case | Speedup | Interval | Rounds | Verdict | Wall time | Load |" in page
+    assert (
+        "| Case | Speedup | Interval | Rounds | Verdict | Wall time | Accepted, baseline | Accepted, candidate | Load |"
+        in page
+    )
     assert "| code | 2.00x by tokens_per_s | 2.00-2.00 | 5 | measured | " in page
     assert "| long | 0.50x by tokens_per_s | 0.50-0.50 | 5 | slower | " in page
     html = _environment(html=True).get_template("accel.html.j2").render(section=data)
@@ -226,3 +237,70 @@ def test_an_audit_with_the_bench_fails_tested_for_a_path_slower_than_off(tmp_pat
     assert tested["status"] == "fail"
     assert "acceleration-slower: Fast" in tested["evidence"]
     assert code == 1
+
+
+# A drafter per workload: with FAST=1 each request is served with 4 drafted tokens, of which the target keeps 3
+# on "agree" and none on "disagree"; switched off it declines. The baseline sleeps longer, so the candidate is
+# the faster arm on every round and no verdict of the speed itself turns on the machine's noise.
+DRAFTER = """
+import os, sys, time
+
+import ledger
+
+workload, on = sys.argv[1], os.environ["FAST"] == "1"
+time.sleep(0.02 if on else 0.12)
+for i in range(2):
+    request = {"workload": workload, "i": i}
+    if on:
+        kept = 3 if workload == "agree" else 0
+        ledger.record("Fast", "served", seconds=0.01, request=request, drafted=4, accepted=kept)
+    else:
+        ledger.record("Fast", "declined", reason="FAST=0", seconds=0.01, request=request)
+"""
+
+
+def test_acceptance_is_per_case_and_idle_names_only_the_case_that_keeps_no_draft(tmp_path: Path) -> None:
+    (tmp_path / "drafter.py").write_text(DRAFTER)
+    shutil.copy(WRITER, tmp_path / "ledger.py")
+    cases = '{ agree = ["agree"], disagree = ["disagree"] }'
+    bench_config(tmp_path, f'{{ command = [{PY}, "drafter.py"], rounds = 5, warmup = 1, cases = {cases} }}')
+    code, data = accel_json(tmp_path)
+    bench = data["accelerations"][0]["bench"]
+    by_name = {c["name"]: c for c in bench["cases"]}
+    # 6 runs of each arm per case (a warm-up and 5 rounds), 2 requests each, 4 tokens drafted per request.
+    assert by_name["agree"]["acceptance"] == {
+        "baseline": None,
+        "candidate": {"drafted": 48, "accepted": 36, "rate": 0.75},
+    }
+    assert by_name["disagree"]["acceptance"] == {
+        "baseline": None,
+        "candidate": {"drafted": 48, "accepted": 0, "rate": 0.0},
+    }
+    for case in by_name.values():
+        assert (case["ledger"]["on"]["served"], case["ledger"]["off"]["declined"]) == (12, 12)
+        # A case's file holds its own workload's lines only.
+        assert case["ledger"]["off"]["served"] == case["ledger"]["on"]["declined"] == 0
+    # The bench's own ledger still pools every case: 37.5% there hides the case that keeps nothing.
+    assert bench["ledger"]["on"]["acceptance"] == {"drafted": 96, "accepted": 36, "rate": 0.375}
+    [idle] = by_check(data)["acceleration-idle"]
+    assert (idle["severity"], idle["subject"], idle["cause"]) == ("warning", "Fast, case disagree", "FAST=1")
+    assert idle["message"] == (
+        "served 12 of 12 requests in the bench's case disagree with FAST=1, but accepted 0 of 48 drafted tokens "
+        "(0.0%): no faster by design"
+    )
+    assert code == 0  # a warning: the path holds, and says where it idles
+    text = run(tmp_path, "accel").stdout
+    assert "Accepted, baseline  Accepted, candidate" in text
+    assert re.search(r"\n  agree +\S+ +\S+ +5 +measured +- +- +36 of 48 \(75\.0%\)  ", text)
+    assert re.search(r"\n  disagree +\S+ +\S+ +5 +measured +- +- +0 of 48 \(0\.0%\)  ", text)
+    assert "acceleration-idle  Fast, case disagree: served 12 of 12 requests in the bench's case disagree" in text
+    config = config_mod.load(tmp_path / "promote.toml")
+    page = (
+        _environment(html=False).get_template("accel.md.j2").render(section=section(config, run_accelerations(config)))
+    )
+    assert "| Wall time | Accepted, baseline | Accepted, candidate | Load |" in page
+    # The page escapes a lone `-` (a list marker in Markdown) as `\-`; the load column is whatever the machine met.
+    dash = r"\\-"
+    assert re.search(
+        rf"\| disagree \| [^|]+ \| [^|]+ \| 5 \| measured \| {dash} \| {dash} \| 0 of 48 \(0\.0%\) \| ", page
+    )

@@ -121,9 +121,16 @@ def test_the_bench_interleaves_the_arms_and_counts_what_each_served(tmp_path: Pa
     served = 2 * 5 * spec.BENCH_REQUESTS
     assert outcomes(bench["ledger"]["on"]) == (served, 0, 0)
     assert outcomes(bench["ledger"]["off"]) == (0, served, 0)
-    # How fast is the machine's to say (its load, the two arms' times), not this test's: whatever promote
+    # Acceptance per workload, from each case's own ledger: the random draft model's proposals are kept on
+    # "agree" and never on "disagree", which is idle by itself (pooled, "agree" would hide it).
+    agree, disagree = (c["acceptance"]["candidate"] for c in bench["cases"])
+    assert agree["rate"] >= 0.05 and disagree["drafted"] > 0 and disagree["accepted"] == 0
+    assert all(c["acceptance"]["baseline"] is None for c in bench["cases"])
+    idle = [f for f in data["findings"] if f["check"] == "acceleration-idle"]
+    assert [(f["severity"], f["subject"]) for f in idle] == [("warning", f"{spec.NAME}, case disagree")]
+    # How fast is the machine's to say (its load, the two arms' times), not this test's: whatever else promote
     # found is about speed, and the exit code follows from it.
-    checks = {f["check"] for f in data["findings"]}
+    checks = {f["check"] for f in data["findings"]} - {"acceleration-idle"}
     assert checks <= SPEED_CHECKS
     errors = any(f["severity"] == "error" for f in data["findings"])
     assert code == (EXIT_BLOCKED if errors else EXIT_OK)

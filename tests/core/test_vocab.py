@@ -35,6 +35,7 @@ CONTRACTS: list[tuple[str, str, tuple[object, ...]]] = [
     ("evidence", "properties/verdict/enum", get_args(vocab.Status)),
     ("audit", "properties/published/properties/status/enum", get_args(vocab.PublishStatus)),
     ("audit", "properties/published/properties/push/enum", (*get_args(vocab.PushStatus), None)),
+    ("audit", "properties/unstored/items/properties/what/enum", get_args(vocab.Stored)),
     ("check", "properties/verdict/enum", get_args(vocab.CheckVerdict)),
     ("evidence", "properties/merge/properties/check_verdict/enum", get_args(vocab.CheckVerdict)),
     ("merge", "properties/verdict/enum", get_args(vocab.MergeVerdict)),

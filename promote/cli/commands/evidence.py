@@ -62,6 +62,12 @@ def audit(obj: Context, publish: bool, push: bool, bench: bool, candidate: str |
         )
     progress.close()
     emit(result.to_json(), audit_report(result), as_json=as_json)
+    if result.unstored:
+        from promote.cli.audit_report import unstored_line
+        from promote.core.state import StateError
+
+        # After the report: what the audit decided is printed; what a full disk refused is the last line, exit 2.
+        raise StateError(unstored_line(result.unstored, publish=publish))
     code = AUDIT_EXIT[result.verdict]
     if result.published is not None and not result.published.ok:
         from promote.cli.audit_report import published_line
