@@ -8,7 +8,7 @@ from typing import IO, Literal, cast, get_args
 
 import click
 
-from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, Severity, Status
+from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, QualityVerdict, Severity, Status
 
 # Each command's exit codes and one example, shown under its --help (the README's table, command by command).
 EXIT_HELP = {
@@ -89,6 +89,13 @@ MIRROR_TONES: dict[MirrorState, Tone] = {
     "diverged": "bad",
     "missing": "bad",
     "unreachable": "caution",
+}
+QUALITY_TONES: dict[QualityVerdict, Tone] = {
+    "non-inferior": "good",
+    "inferior": "alarm",
+    "inconclusive": "caution",
+    "timed-out": "caution",
+    "error": "caution",
 }
 
 # A mark opens and closes with a NUL and a key drawn afresh by each process (os.urandom is what
