@@ -171,13 +171,13 @@ def test_a_yardstick_near_its_ceiling_is_said_to_be_saturated(tmp_path: Path) ->
 
 
 def test_an_item_missing_from_one_arm_is_unpaired_and_named(tmp_path: Path) -> None:
-    configure(tmp_path, plan(40, 0, 0, 10, missing_on=["item-007"]))
+    configure(tmp_path, plan(160, 0, 0, 41, missing_on=["item-007"]))
 
     code, _, path = accel(tmp_path)
 
     q = path["quality"]
     assert (code, q["verdict"]) == (EXIT_OK, "non-inferior")
-    assert (q["items"], q["unpaired"], q["unpaired_items"]) == (49, 1, ["item-007"])
+    assert (q["items"], q["unpaired"], q["unpaired_items"]) == (200, 1, ["item-007"])
     assert "1 unpaired (item-007)" in run(tmp_path, "accel").stdout
 
 
