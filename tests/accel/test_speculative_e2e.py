@@ -100,6 +100,9 @@ def test_speculative_decoding_switched_on_and_off_holds_with_identical_greedy_to
     parity = accel["parity"]
     assert (parity["verdict"], parity["tokens"]) == ("identical", True)
     assert (parity["total"], parity["mismatched"]) == (spec.PARITY_REQUESTS * spec.PARITY_TOKENS, 0)
+    # Greedy verification at temperature 0: every request's generation is plain decoding's, token for token.
+    lengths = [(r["verdict"], r["first_divergence"], r["length_off"], r["length_on"]) for r in parity["requests"]]
+    assert lengths == [("identical", None, spec.PARITY_TOKENS, spec.PARITY_TOKENS)] * spec.PARITY_REQUESTS
     assert outcomes(parity["ledger"]["on"]) == (spec.PARITY_REQUESTS, 0, 0)
     assert outcomes(parity["ledger"]["off"]) == (0, spec.PARITY_REQUESTS, 0)
     assert (accel["bench"], accel["ledger"]["measured"]) == (None, True)
