@@ -19,21 +19,40 @@ open(sys.argv[1], "w").write(json.dumps(tokens))
 """
 
 
-def workspace(tmp_path: Path, *, flip: bool) -> Path:
+# The team's yardstick: 200 items, 2 solved only with the path on; the path serves each with the switch on.
+EVALUATE = """
+import json, os, sys
+fast = os.environ["FAST"] == "1"
+with open(sys.argv[1], "w") as f:
+    for i in range(200 if fast else 201):  # item 200 is scored with the path off only: unpaired
+        passed = i < 180 or (fast and i < 182)
+        f.write(json.dumps({"item": f"<b>item {i}</b>", "passed": passed}) + "\\n")
+        line = {"accel": "Fast", "outcome": "served" if fast else "declined", "reason": None if fast else "off",
+                "seconds": 0.01, "request": {"i": i}}
+        open(os.environ["PROMOTE_LEDGER"], "a").write(json.dumps(line) + "\\n")
+"""
+
+
+def workspace(tmp_path: Path, *, flip: bool, step: str = "bench", switch_test: bool = True) -> Path:
+    """The package, parity, and one more step: the bench, or (step = "quality") the yardstick in EVALUATE."""
+    py = json.dumps(sys.executable)
     fleet = make_fleet(tmp_path, names=("origin",))
+    tests = {"tests/test_fast.py": "import os\n\ndef test_needs_fast():\n    assert os.environ['FAST'] == '1'\n"}
     write_package(fleet.work, "pkg", {
-        "tests/test_fast.py": "import os\n\ndef test_needs_fast():\n    assert os.environ['FAST'] == '1'\n",
-        "tests/test_plain.py": "def test_plain():\n    assert True\n",
-        "parity.py": PARITY,
+        **(tests if switch_test else {}), "tests/test_plain.py": "def test_plain():\n    assert True\n",
+        "parity.py": PARITY, "evaluate.py": EVALUATE,
     })  # fmt: skip
     env = 'env = { FLIP = "1" }\n' if flip else ""
+    steps = {
+        "bench": f'bench = {{ command = [{py}, "-c", "pass"], rounds = 5, warmup = 0 }}\n',
+        "quality": f'quality = {{ command = [{py}, "evaluate.py", "{{out}}"] }}\n',
+    }
     (fleet.work / "promote.toml").write_text(
         '[promote]\ntrunk = "main"\nmirrors = ["origin"]\n'
         f'[[promote.packages]]\nname = "pkg"\npath = "pkg"\n{env}'
         '[[promote.accelerations]]\nname = "Fast"\npackage = "pkg"\n'
         'switch = { env = "FAST", on = "1", off = "0" }\n'
-        f'parity = {{ command = [{json.dumps(sys.executable)}, "parity.py", "{{out}}"] }}\n'
-        f'bench = {{ command = [{json.dumps(sys.executable)}, "-c", "pass"], rounds = 5, warmup = 0 }}\n'
+        f'parity = {{ command = [{py}, "parity.py", "{{out}}"] }}\n' + steps[step]
     )
     commit(fleet.work, "package and config")
     git(fleet.work, "push", "-q", "origin", "main")
@@ -73,38 +92,10 @@ def test_with_bench_the_audit_times_the_path_and_keeps_it_in_the_history(tmp_pat
     assert json.loads(history[-1])["name"] == "Fast" and json.loads(history[-1])["run"] == data["run"]
 
 
-# The team's yardstick: 200 items, 2 solved only with the path on; the path serves each with the switch on.
-EVALUATE = """
-import json, os, sys
-fast = os.environ["FAST"] == "1"
-with open(sys.argv[1], "w") as f:
-    for i in range(200 if fast else 201):  # item 200 is scored with the path off only: unpaired
-        passed = i < 180 or (fast and i < 182)
-        f.write(json.dumps({"item": f"<b>item {i}</b>", "passed": passed}) + "\\n")
-        line = {"accel": "Fast", "outcome": "served" if fast else "declined", "reason": None if fast else "off",
-                "seconds": 0.01, "request": {"i": i}}
-        open(os.environ["PROMOTE_LEDGER"], "a").write(json.dumps(line) + "\\n")
-"""
-
-
 def test_a_drift_the_yardstick_finds_no_worse_is_a_warning_and_the_page_says_both(tmp_path: Path) -> None:
-    fleet = make_fleet(tmp_path, names=("origin",))
-    write_package(fleet.work, "pkg", {
-        "tests/test_plain.py": "def test_plain():\n    assert True\n", "parity.py": PARITY, "evaluate.py": EVALUATE,
-    })  # fmt: skip
-    py = json.dumps(sys.executable)
-    (fleet.work / "promote.toml").write_text(
-        '[promote]\ntrunk = "main"\nmirrors = ["origin"]\n'
-        '[[promote.packages]]\nname = "pkg"\npath = "pkg"\nenv = { FLIP = "1" }\n'
-        '[[promote.accelerations]]\nname = "Fast"\npackage = "pkg"\n'
-        'switch = { env = "FAST", on = "1", off = "0" }\n'
-        f'parity = {{ command = [{py}, "parity.py", "{{out}}"] }}\n'
-        f'quality = {{ command = [{py}, "evaluate.py", "{{out}}"] }}\n'
-    )
-    commit(fleet.work, "package and config")
-    git(fleet.work, "push", "-q", "origin", "main")
+    repo = workspace(tmp_path, flip=True, step="quality", switch_test=False)
 
-    _, data = run_json(fleet.work, "audit")
+    _, data = run_json(repo, "audit")
 
     checks = {f["check"]: f["severity"] for f in data["findings"]}
     assert (checks["parity-differs"], "quality-inferior" in checks) == ("warning", False)
