@@ -229,7 +229,9 @@ def judge(
         out.append(Finding("parity-differs", severity, accel.name, differs_text(accel, parity, quality)))
     if quality is not None:
         out += quality_findings(accel, quality)
-    if accel.bench is not None and (parity is None or not parity.proven):
+    # Output that differs stands on a non-inferior yardstick: the speed claim then has its evidence.
+    judged = parity is not None and parity.verdict == "differs" and quality is not None and quality.holds
+    if accel.bench is not None and (parity is None or not parity.proven) and not judged:
         why = "no parity command is configured" if parity is None else f"parity is {parity.verdict}"
         msg = f"a speed target is claimed but numeric parity is not proven ({why}): speed before parity"
         out.append(Finding("parity-missing", "warning", accel.name, msg))
