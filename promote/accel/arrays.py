@@ -60,8 +60,13 @@ def read_output(path: Path, role: str) -> Output:
         if head.startswith(b"PK"):
             with np.load(path, allow_pickle=False) as npz:
                 return Output({k: npz[k] for k in sorted(npz.files)}, False, {})
-        if len(head) >= 9 and head[8:9] == b"{" and not head.startswith(b"{"):
-            return _safetensors(path, role)
+        if len(head) >= 9 and head[8:9] == b"{":
+            try:
+                return _safetensors(path, role)
+            except (ValueError, KeyError, TypeError, struct.error) as e:
+                if isinstance(e, OutputError):
+                    raise
+                # JSON lines can have a brace there too (`{"req": {...`): not a safetensors header, read as text.
         return _tokens(path, role)
     except (OSError, ValueError, zipfile.BadZipFile, struct.error, KeyError) as e:
         if isinstance(e, OutputError):

@@ -133,3 +133,15 @@ def test_the_first_divergence_and_the_positions_after_it(
     found = diverge(0, off, on)
     assert (found.first_divergence, found.differing) == expected
     assert (found.length_off, found.length_on) == (len(off), len(on))
+
+
+def test_json_lines_with_a_brace_where_safetensors_keeps_its_header_are_still_token_ids(tmp_path: Path) -> None:
+    from promote.accel.arrays import read_output
+
+    out = tmp_path / "out"
+    out.write_text('{"abc": {}, "request": "r0", "tokens": [4, 5, 6]}\n')
+    assert out.read_bytes()[8:9] == b"{"  # where a safetensors file's JSON header starts
+
+    found = read_output(out, "the parity output with the switch on")
+
+    assert found.generations is not None and found.generations.requests == (("r0", (4, 5, 6)),)
