@@ -31,7 +31,8 @@ with open(out, "w") as f:
         f.write(json.dumps({"item": item, "passed": on if fast else off}) + "\\n")
         f.flush()
         if ledger:
-            outcome = "served" if fast and not plan.get("declines") else "declined"
+            served = fast and not plan.get("declines") and n < plan.get("declines_from", len(plan["items"]))
+            outcome = "served" if served else "declined"
             reason = None if outcome == "served" else "not this one"
             line = {"accel": "Fast", "outcome": outcome, "reason": reason, "seconds": 0.01, "request": {"n": n}}
             open(ledger, "a").write(json.dumps(line) + "\\n")
@@ -190,6 +191,20 @@ def test_a_path_that_declines_every_item_makes_the_yardstick_vacuous(tmp_path: P
     # Non-inferior on items the path never served lets nothing stand: the drift stays an error.
     assert (code, checks(data)) == (EXIT_BLOCKED, {"parity-differs": "error", "quality-vacuous": "error"})
     assert "covers 0 of 164 items" in run(tmp_path, "accel").stdout
+
+
+def test_a_path_that_serves_only_some_items_says_how_many(tmp_path: Path) -> None:
+    configure(tmp_path, plan(150, 2, 0, 12, declines_from=120))
+
+    code, data, path = accel(tmp_path)
+
+    assert (code, path["quality"]["verdict"], path["quality"]["ledger"]["on"]["served"]) == (
+        EXIT_OK,
+        "non-inferior",
+        120,
+    )
+    assert "quality-vacuous" not in checks(data)
+    assert "covers 120 of 164 items" in run(tmp_path, "accel").stdout
 
 
 def test_an_item_written_twice_is_the_commands_error(tmp_path: Path) -> None:
