@@ -228,3 +228,25 @@ def test_an_arm_stopped_at_its_time_limit_is_said_and_counted_never_judged(tmp_p
     assert (q["items"], q["unpaired"]) == (10, 20)
     assert "still running after 3s, stopped" in q["error"]
     assert not {"quality-inferior", "quality-inconclusive"} & set(checks(data))
+
+
+@pytest.mark.parametrize(
+    ("quality", "says"),
+    [
+        (f"{{ command = [{PY}, 'evaluate.py'] }}", "promote.accelerations[0].quality.command: expected the evaluation"),
+        (f"{{ command = [{PY}, '{{out}}'], margin = 2 }}", "quality.margin: expected a fraction of items in (0, 1]"),
+        (f"{{ command = [{PY}, '{{out}}'], confidence = 1 }}", "quality.confidence: expected a level from 0.5"),
+        # A score per item may come later: today it is a key promote does not know.
+        (f"{{ command = [{PY}, '{{out}}'], score = true }}", "quality.score: unknown key; expected one of command"),
+    ],
+)
+def test_a_bad_quality_table_is_a_usage_error_naming_the_key(tmp_path: Path, quality: str, says: str) -> None:
+    config = write_config(tmp_path, [])
+    config.write_text(
+        config.read_text() + '[[promote.accelerations]]\nname = "Fast"\nswitch = { env = "FAST" }\n'
+        f"quality = {quality}\n"
+    )
+
+    result = run(tmp_path, "accel")
+
+    assert result.exit_code == 2 and says in result.stderr, result.stderr
