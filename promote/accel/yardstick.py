@@ -79,7 +79,7 @@ def undecided_line(q: QualityReport) -> str | None:
     if q.verdict != "inconclusive":
         return None
     more = f"; about {q.to_decide:,} items at this rate of disagreement would decide it" if q.to_decide else ""
-    return f"quality inconclusive: {figures(q)}: the interval holds -{points(q.margin, sign=False)} points{more}"
+    return f"inconclusive: {figures(q)}: the interval spans -{points(q.margin, sign=False)} points{more}"
 
 
 def quality_findings(accel: AccelerationConfig, q: QualityReport) -> list[Finding]:
