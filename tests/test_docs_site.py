@@ -79,6 +79,7 @@ def test_the_walk_finds_every_table_of_the_configuration() -> None:
         "promote", "promote.packages", "promote.stations.NAME", "promote.ci", "promote.docs", "promote.requirements",
         "promote.requirements.rules", "promote.accelerations", "promote.accelerations.switch",
         "promote.accelerations.parity", "promote.accelerations.bench", "promote.accelerations.sweep",
+        "promote.accelerations.quality",
     } == tables  # fmt: skip
     assert len(list(schema_keys())) > 60
 
@@ -172,6 +173,7 @@ PARSER_TABLES = {
     "accel_parse.py:_parity": "promote.accelerations.parity",
     "accel_parse.py:_bench": "promote.accelerations.bench",
     "accel_parse.py:_sweep": "promote.accelerations.sweep",
+    "accel_parse.py:_quality": "promote.accelerations.quality",
 }
 
 
@@ -206,13 +208,14 @@ switch = { env = "X" }
 parity = { command = ["python", "{out}"] }
 bench = { command = ["python"] }
 sweep = { command = ["python", "{out}"] }
+quality = { command = ["python", "{out}"] }
 """
 RULE = '[promote]\ntrunk = "main"\n[[promote.requirements.rules]]\npattern = "x"\nrequirement = "y"\n'
 GIVEN = {("promote", "trunk"), ("promote.packages", "name"), ("promote.packages", "path"), ("promote.docs", "repo")}
 GIVEN |= {("promote.requirements.rules", k) for k in ("pattern", "requirement")}
 GIVEN |= {("promote.accelerations", "name"), ("promote.accelerations.switch", "env")}
 GIVEN |= {("promote.accelerations.parity", "command"), ("promote.accelerations.bench", "command")}
-GIVEN |= {("promote.accelerations.sweep", "command")}
+GIVEN |= {("promote.accelerations.sweep", "command"), ("promote.accelerations.quality", "command")}
 # Defaults applied where the value is used rather than in the parser: what each means when absent.
 APPLIED_LATER = {("promote.stations.NAME", "python"): DEFAULT_PYTHON}
 
@@ -235,6 +238,7 @@ def test_the_schemas_defaults_are_what_the_parser_gives_an_absent_key(tmp_path: 
         "promote.requirements.rules": rule, "promote.accelerations": accel,
         "promote.accelerations.switch": accel.switch, "promote.accelerations.parity": accel.parity,
         "promote.accelerations.bench": accel.bench, "promote.accelerations.sweep": accel.sweep,
+        "promote.accelerations.quality": accel.quality,
     }  # fmt: skip
     checked = 0
     for table, key, node in schema_keys():

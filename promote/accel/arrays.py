@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from promote.accel.results import ParityResult
+from promote.accel.tokens import NEITHER, Generations, TokenError, compare_tokens, read_tokens
 from promote.core.vocab import ParityVerdict
 
 # safetensors dtype names -> numpy; BF16 is read as its raw 16 bits and widened (exactly) to float32.
@@ -28,11 +29,12 @@ class OutputError(ValueError):
 
 @dataclass(frozen=True)
 class Output:
-    """What one run wrote: named arrays (one unnamed for .npy and tokens), and whether they are token ids."""
+    """What one run wrote: named arrays (one unnamed for .npy), or token ids per request (`generations`)."""
 
     arrays: dict[str, np.ndarray[Any, Any]]
     tokens: bool
     ulp_scale: dict[str, int]  # BF16 widened to float32: its ULP is 2**16 of float32's
+    generations: Generations | None = None
 
 
 def locate(out: Path) -> Path:
@@ -42,11 +44,15 @@ def locate(out: Path) -> Path:
     found = [out.with_name(out.name + s) for s in SUFFIXES if out.with_name(out.name + s).is_file()]
     if len(found) == 1:
         return found[0]
-    raise OutputError(f"wrote nothing to {out}" if not found else f"wrote more than one output for {out}")
+    # `{out}` as configured: the temporary path it stood for is promote's, not the team's.
+    raise OutputError("wrote nothing to {out}" if not found else "wrote more than one output for {out}")
 
 
-def read_output(path: Path) -> Output:
-    """Read by content, not by name: numpy's magic, a zip (npz), a safetensors header, else JSON token ids."""
+def read_output(path: Path, role: str) -> Output:
+    """Read by content, not by name: numpy's magic, a zip (npz), a safetensors header, else JSON token ids.
+
+    `role` names the file in an error ("the parity output with the switch on"), never its temporary path.
+    """
     try:
         head = path.read_bytes()[:16]
         if head.startswith(b"\x93NUMPY"):
@@ -55,15 +61,22 @@ def read_output(path: Path) -> Output:
             with np.load(path, allow_pickle=False) as npz:
                 return Output({k: npz[k] for k in sorted(npz.files)}, False, {})
         if len(head) >= 9 and head[8:9] == b"{":
-            return _safetensors(path)
-        return _tokens(path)
+            try:
+                return _safetensors(path, role)
+            except (ValueError, KeyError, TypeError, struct.error) as e:
+                if isinstance(e, OutputError):
+                    raise
+                # JSON lines can have a brace there too (`{"req": {...`): not a safetensors header, read as text.
+        return _tokens(path, role)
     except (OSError, ValueError, zipfile.BadZipFile, struct.error, KeyError) as e:
         if isinstance(e, OutputError):
             raise
-        raise OutputError(f"{path.name} is not an array or a token list ({type(e).__name__}: {e})") from None
+        if isinstance(e, TokenError):
+            raise OutputError(str(e)) from None
+        raise OutputError(f"{role} is not an array or a token list ({type(e).__name__})") from None
 
 
-def _safetensors(path: Path) -> Output:
+def _safetensors(path: Path, role: str) -> Output:
     data = path.read_bytes()
     (size,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8 : 8 + size])
@@ -74,7 +87,7 @@ def _safetensors(path: Path) -> Output:
             continue
         dtype = _SAFETENSORS.get(spec["dtype"])
         if dtype is None:
-            raise OutputError(f"{path.name}: tensor {name} has dtype {spec['dtype']}, which promote cannot compare")
+            raise OutputError(f"{role}: tensor {name} has dtype {spec['dtype']}, which promote cannot compare")
         start, end = spec["data_offsets"]
         array = np.frombuffer(body[start:end], dtype=dtype).reshape(spec["shape"])
         if spec["dtype"] == "BF16":
@@ -84,21 +97,13 @@ def _safetensors(path: Path) -> Output:
     return Output(arrays, False, scale)
 
 
-def _tokens(path: Path) -> Output:
+def _tokens(path: Path, role: str) -> Output:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise OutputError(
-            f"{path.name} is not an array (.npy, .npz, .safetensors) or a JSON list of token ids"
-        ) from None
-    array = np.array(value, dtype=object)
-    if (
-        not isinstance(value, list)
-        or array.dtype != object
-        or not all(isinstance(x, int) and not isinstance(x, bool) for x in array.ravel())
-    ):
-        raise OutputError(f"{path.name} is JSON but not a list of token ids (integers)")
-    return Output({"": array.astype(np.int64)}, True, {})
+        return Output({}, True, {}, read_tokens(path.read_text(encoding="utf-8"), role))
+    except UnicodeDecodeError:
+        raise OutputError(f"{role} {NEITHER}") from None
+    except TokenError as e:
+        raise OutputError(str(e)) from None
 
 
 def _ordered(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -110,6 +115,14 @@ def _ordered(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 
 def compare(off: Output, on: Output, *, atol: float, rtol: float) -> ParityResult:
     """identical (bitwise), within-tolerance or differs, with how far apart and where first."""
+    if off.generations is not None and on.generations is not None:
+        try:
+            return compare_tokens(off.generations, on.generations)
+        except TokenError as e:
+            raise OutputError(str(e)) from None
+    if (off.generations is None) != (on.generations is None):
+        kinds = ["token ids" if o.generations is not None else "arrays" for o in (off, on)]
+        raise OutputError(f"the outputs are {kinds[0]} with the switch off and {kinds[1]} with it on")
     if set(off.arrays) != set(on.arrays):
         raise OutputError(f"the outputs hold different arrays: {sorted(off.arrays)} off, {sorted(on.arrays)} on")
     total = mismatched = 0

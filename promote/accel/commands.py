@@ -5,16 +5,23 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal, TypeVar
 
+from promote.accel.ledger_writer import LEDGER_ENV
 from promote.config.settings import AccelerationConfig, Config
 from promote.core.process import Finished, run_bounded, telling_line
 
 
 class CommandError(RuntimeError):
     """A command failed or could not start; the message is one line naming it."""
+
+
+class TimedOut(CommandError):
+    """A command stopped at its time limit; what it wrote before is still there to read."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,36 @@ def run(a: Arm, *, timeout_s: float | None) -> Finished:
     except OSError as e:
         raise CommandError(f"{what}: cannot start: {e.strerror}") from None
     if done.status is None:
-        raise CommandError(f"{what}: still running after {timeout_s:g}s, stopped")
+        raise TimedOut(f"{what}: still running after {timeout_s:g}s, stopped")
     if done.status != 0:
         raise CommandError(f"{what} exited {done.status}: {telling_line(done.stderr) or '(no output on stderr)'}")
     return done
+
+
+Way = Literal["off", "on"]
+WAYS: tuple[Way, ...] = ("off", "on")
+T = TypeVar("T")
+
+
+def run_way(
+    config: Config, accel: AccelerationConfig, command: Sequence[str], way: Way, out: Path, ledger: Path,
+    *, timeout_s: float | None,
+) -> Finished:  # fmt: skip
+    """`command` with the switch `way`, `{out}` set to `out` and the path's ledger to `ledger` (fresh per arm).
+
+    A failure names the command as configured (`{out}`), not the temporary path that is gone by the time it is read.
+    """
+    value = accel.switch.off if way == "off" else accel.switch.on
+    argv = [a.replace("{out}", str(out)) for a in command]
+    a = arm(config, accel, f"switch {way}: {accel.switch.env}={value}", argv, value)
+    try:
+        return run(replace(a, env={**a.env, LEDGER_ENV: str(ledger)}), timeout_s=timeout_s)
+    except CommandError as e:
+        raise type(e)(str(e).replace(shown(argv), shown(command))) from None
+
+
+def both_ways(step: Callable[[Way], T]) -> dict[Way, T]:
+    """`step` off and on, at once when there are two cores: independent runs share the wall time."""
+    with ThreadPoolExecutor(max_workers=2 if (os.cpu_count() or 1) >= 2 else 1) as pool:
+        futures = {w: pool.submit(step, w) for w in WAYS}
+        return {w: f.result() for w, f in futures.items()}

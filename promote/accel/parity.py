@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
-from promote.accel.commands import CommandError, arm, run, shown
-from promote.accel.ledger import LEDGER_ENV, Engagement, read_tally
+from promote.accel.commands import WAYS, CommandError, run_way, shown
+from promote.accel.ledger import Engagement, read_tally
 from promote.accel.results import ParityResult
 from promote.config.settings import AccelerationConfig, Config, ParityConfig
 
@@ -21,26 +20,25 @@ def check_parity(config: Config, accel: AccelerationConfig, parity: ParityConfig
         return _error(f"`{shown(parity.command)}`: cannot compare arrays here: {e}", parity)
     outputs = {}
     with tempfile.TemporaryDirectory(prefix="promote-parity-") as tmp:
-        for way, value in (("off", accel.switch.off), ("on", accel.switch.on)):
+        for way in WAYS:
             out = Path(tmp) / way / "out"
             out.parent.mkdir()
-            argv = [a.replace("{out}", str(out)) for a in parity.command]
-            a = arm(config, accel, f"switch {way}: {accel.switch.env}={value}", argv, value)
-            # A fresh ledger per arm: the path's own count of what it served in this run, and only this run.
-            a = replace(a, env={**a.env, LEDGER_ENV: str(out.parent / "ledger.jsonl")})
             try:
-                run(a, timeout_s=parity.timeout_s)
-                outputs[way] = arrays.read_output(arrays.locate(out))
+                # A fresh ledger per arm: the path's own count of what it served in this run, and only this run.
+                run_way(
+                    config, accel, parity.command, way, out, out.parent / "ledger.jsonl", timeout_s=parity.timeout_s
+                )
+                outputs[way] = arrays.read_output(arrays.locate(out), f"the parity output with the switch {way}")
             except CommandError as e:
-                # The command as configured (`{out}`), not the temporary path that is gone by now.
-                return _error(str(e).replace(shown(argv), shown(parity.command)), parity)
+                return _error(str(e), parity)
             except arrays.OutputError as e:
-                return _error(f"`{shown(parity.command)}` ({a.name}): {e}", parity)
+                value = accel.switch.off if way == "off" else accel.switch.on
+                return _error(f"`{shown(parity.command)}` (switch {way}: {accel.switch.env}={value}): {e}", parity)
         try:
             result = arrays.compare(outputs["off"], outputs["on"], atol=parity.atol, rtol=parity.rtol)
         except arrays.OutputError as e:
             return _error(f"`{shown(parity.command)}`: {e}", parity)
-        engaged = Engagement(*(read_tally(Path(tmp) / way / "ledger.jsonl", accel.name) for way in ("off", "on")))
+        engaged = Engagement(*(read_tally(Path(tmp) / way / "ledger.jsonl", accel.name) for way in WAYS))
     return ParityResult(**{**result.__dict__, "atol": parity.atol, "rtol": parity.rtol, "engagement": engaged})
 
 

@@ -11,8 +11,30 @@ from promote.core.stats import MedianInterval
 from promote.core.vocab import BenchVerdict, Better, LoadSource, ParityVerdict, is_red, parity_holds
 
 if TYPE_CHECKING:
+    from promote.accel.quality import QualityReport
     from promote.accel.sweep import SweepResult
     from promote.runners.suite import RunResult
+
+
+@dataclass(frozen=True)
+class RequestParity:
+    """One request's generations compared: where they first part (None: identical) and how far the drift goes."""
+
+    request: str | int
+    first_divergence: int | None
+    differing: int  # positions from the first divergence on that differ (a position only one output has differs)
+    length_off: int
+    length_on: int
+
+    @property
+    def verdict(self) -> ParityVerdict:
+        return "identical" if self.first_divergence is None else "differs"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "request": self.request, "verdict": self.verdict, "first_divergence": self.first_divergence,
+            "differing": self.differing, "length_off": self.length_off, "length_on": self.length_on,
+        }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -31,17 +53,21 @@ class ParityResult:
     atol: float = 0.0
     rtol: float = 0.0
     engagement: Engagement | None = None  # what the path counted in each arm (None: the command did not finish)
+    requests: tuple[RequestParity, ...] = ()  # token outputs: each request's generations compared
 
     @property
     def proven(self) -> bool:
         return parity_holds(self.verdict)
 
     def to_json(self) -> dict[str, object]:
+        # Token ids are labels, not numbers: no distance or ULP between them means anything.
+        spread = None if self.tokens else self.max_abs_diff, None if self.tokens else self.max_ulp
         return {
-            "verdict": self.verdict, "max_abs_diff": self.max_abs_diff, "max_ulp": self.max_ulp,
+            "verdict": self.verdict, "max_abs_diff": spread[0], "max_ulp": spread[1],
             "mismatched": self.mismatched, "total": self.total, "first_mismatch": self.first_mismatch,
             "tokens": self.tokens, "tokens_flipped": self.tokens_flipped, "atol": self.atol, "rtol": self.rtol,
             "error": self.error, "ledger": None if self.engagement is None else self.engagement.to_json(),
+            "requests": [r.to_json() for r in self.requests],
         }  # fmt: skip
 
 
@@ -255,11 +281,12 @@ class AccelResult:
     off: str = "0"  # the switch's values, for the page's wording
     on: str = "1"
     sweep: SweepResult | None = None
+    quality: QualityReport | None = None
 
     @property
     def ledger_lines(self) -> int:
         """Every ledger line any step's arms got from this path: 0 means its engagement was not measured."""
-        steps = [self.switch, self.parity, self.bench]
+        steps = [self.switch, self.parity, self.bench, self.quality]
         counted = sum(s.engagement.lines for s in steps if s is not None and s.engagement is not None)
         return counted + (0 if self.sweep is None else self.sweep.ledger_lines)
 
@@ -274,6 +301,7 @@ class AccelResult:
             "parity": None if self.parity is None else self.parity.to_json(),
             "bench": None if self.bench is None else self.bench.to_json(),
             "sweep": None if self.sweep is None else self.sweep.to_json(),
+            "quality": None if self.quality is None else self.quality.to_json(),
             "ledger": {"lines": self.ledger_lines, "measured": self.ledger_lines > 0},
             "stations": [s.to_json() for s in self.stations],
             "findings": [f.to_json() for f in self.findings],

@@ -7,6 +7,7 @@ from promote.accel.engaged import grouped, secs, share
 from promote.accel.ledger import Engagement, Tally
 from promote.accel.results import AccelResult, BenchResult, CaseResult, ParityResult, SwitchRun
 from promote.accel.sweep import SweepResult
+from promote.accel.yardstick import drift, quality_text
 
 NOT_MEASURED = "engagement not measured (no ledger)"
 
@@ -31,7 +32,9 @@ def rows(r: AccelResult) -> list[tuple[str, str]]:
             out.append(("Load", r.bench.imbalance))
     if r.sweep is not None:
         out.append(("Sweep, requests through the front door", sweep_text(r.sweep, measured)))
-    if not measured and (r.switch or r.parity or r.bench or r.sweep):
+    if r.quality is not None:
+        out.append((quality_label(r), quality_text(r.quality)))
+    if not measured and (r.switch or r.parity or r.bench or r.sweep or r.quality):
         out.append(("What the path served", NOT_MEASURED))
     for s in r.stations:
         if s.validated is not None:
@@ -39,6 +42,10 @@ def rows(r: AccelResult) -> list[tuple[str, str]]:
             build = f"{s.os_build or 'unknown OS build'} ({s.name}){verdict}"
             out.append(("Validated on" if s.validated else "Ran on", build))
     return out
+
+
+def quality_label(r: AccelResult) -> str:
+    return f"Quality, paired (`{r.env}={r.on}` vs `={r.off}`)"
 
 
 def _covers(e: Engagement | None, measured: bool, what: str) -> str:
@@ -93,7 +100,7 @@ def parity_text(p: ParityResult) -> str:
         return f"bitwise identical over {p.total:,} {what}"
     where = f", first at {p.first_mismatch}" if p.first_mismatch else ""
     if p.tokens:
-        return f"{p.tokens_flipped:,} of {p.total:,} tokens flipped{where}"
+        return f"{drift(p.requests)}; {p.mismatched:,} of {p.total:,} token positions differ from there on"
     spread = f"max abs diff {p.max_abs_diff:.3g}, max {p.max_ulp:,} ULP; {p.mismatched:,} of {p.total:,} {what} differ"
     if p.verdict == "within-tolerance":
         return f"within tolerance (atol {p.atol:g}, rtol {p.rtol:g}): {spread}{where}"
@@ -170,6 +177,20 @@ def sweep_text(s: SweepResult, measured: bool) -> str:
     if s.engagement is not None and s.engagement.on.unparseable:
         text += f"; {_unreadable(s.engagement.on)}"
     return text if measured else f"{text}; {NOT_MEASURED}"
+
+
+REQUESTS_HEADER = ("Request", "First divergence", "Differing from there", "Length off", "Length on")
+
+
+def requests_table(p: ParityResult | None) -> list[list[str]]:
+    """One row per request whose generations part (none when every request is identical, or for arrays)."""
+    if p is None:
+        return []
+    return [
+        [str(r.request), str(r.first_divergence), str(r.differing), str(r.length_off), str(r.length_on)]
+        for r in p.requests
+        if r.first_divergence is not None
+    ]
 
 
 SWEEP_HEADER = (

@@ -27,6 +27,7 @@ def record(config: Config, report: AccelReport, *, kind: str, run_id: str | None
             json.dumps({
                 "time": when, "kind": kind, "run": run_id, "name": r.name,
                 "parity": None if r.parity is None else r.parity.verdict,
+                "quality": None if r.quality is None else r.quality.verdict,
                 "speedup": None if bench is None or bench.speedup is None else round(bench.speedup, 4),
                 "interval": None if bench is None or bench.interval is None
                 else [round(bench.interval.low, 4), round(bench.interval.high, 4)],

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import statistics
 import tempfile
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from promote.accel.commands import CommandError, arm, run, shown
-from promote.accel.ledger import LEDGER_ENV, Engagement, Entry, Tally, read, tally
+from promote.accel.commands import WAYS, CommandError, both_ways, run_way, shown
+from promote.accel.ledger import Engagement, Entry, Tally, read, tally
 from promote.config.settings import AccelerationConfig, Config, SweepConfig
 
 Scalar = str | int | float | bool | None
@@ -159,33 +157,21 @@ def compare(
     return tuple(out)
 
 
-def _arm(config: Config, accel: AccelerationConfig, spec: SweepConfig, way: str, value: str, tmp: Path) -> Path:
-    """Run the sweep one way; the caller's file (the path's ledger is beside it)."""
-    out, ledger = tmp / f"caller-{way}.jsonl", tmp / f"ledger-{way}.jsonl"
-    argv = [a.replace("{out}", str(out)) for a in spec.command]
-    a = arm(config, accel, f"switch {way}: {accel.switch.env}={value}", argv, value)
-    a = replace(a, env={**a.env, LEDGER_ENV: str(ledger)})
-    try:
-        run(a, timeout_s=spec.timeout_s)
-    except CommandError as e:
-        raise CommandError(str(e).replace(shown(argv), shown(spec.command))) from None
-    return out
-
-
 def run_sweep(config: Config, accel: AccelerationConfig, spec: SweepConfig) -> SweepResult:
     """Both arms (at once when there are two cores), then each view read and the classes compared."""
-    ways = (("off", accel.switch.off), ("on", accel.switch.on))
     with tempfile.TemporaryDirectory(prefix="promote-sweep-") as name:
         tmp = Path(name)
+        outs = {w: tmp / f"caller-{w}.jsonl" for w in WAYS}
         try:
             # The arms are independent requests through the same front door: on two cores they share the wall time.
-            with ThreadPoolExecutor(max_workers=2 if (os.cpu_count() or 1) >= 2 else 1) as pool:
-                futures = {w: pool.submit(_arm, config, accel, spec, w, v, tmp) for w, v in ways}
-                outs = {w: f.result() for w, f in futures.items()}
+            both_ways(lambda w: run_way(config, accel, spec.command, w, outs[w], tmp / f"ledger-{w}.jsonl",
+                                        timeout_s=spec.timeout_s))  # fmt: skip
         except CommandError as e:
             return SweepResult(error=str(e))
-        caller, seat, bad, seat_bad = {}, {}, 0, {}
-        for way, _ in ways:
+        caller: dict[str, tuple[Seen, ...]] = {}
+        seat: dict[str, tuple[Entry, ...]] = {}
+        bad, seat_bad = 0, {}
+        for way in WAYS:
             try:
                 caller[way], n = read_caller(outs[way])
             except OSError:

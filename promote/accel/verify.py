@@ -15,14 +15,16 @@ from promote.accel import switch as switch_mod
 from promote.accel.commands import CommandError
 from promote.accel.ledger import fresh
 from promote.accel.parity import check_parity
+from promote.accel.quality import QualityReport, run_quality
 from promote.accel.results import AccelResult, BenchResult, ParityResult, StationBuild, SwitchResult, broken
 from promote.accel.speed import speed_findings
 from promote.accel.sweep import SweepResult, run_sweep
+from promote.accel.yardstick import differs_text, quality_findings, undecided_line
 from promote.config.settings import AccelerationConfig, Config
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
 from promote.core.findings import Finding
 from promote.core.git import run_git
-from promote.core.vocab import AccelStep, AccelVerdict, is_red
+from promote.core.vocab import AccelStep, AccelVerdict, Severity, is_red
 from promote.runners.package import ProgressCallback
 from promote.runners.suite import RunResult
 
@@ -61,6 +63,9 @@ class AccelReport:
                 out.append(Undecided(r.name, "bench", r.bench.error))
             if r.sweep and r.sweep.error:
                 out.append(Undecided(r.name, "sweep", r.sweep.error))
+            line = None if r.quality is None else undecided_line(r.quality)
+            if line is not None:
+                out.append(Undecided(r.name, "quality", line))
         return tuple(out)
 
     @property
@@ -124,19 +129,21 @@ def run_one(
     if bench and accel.bench is not None:
         timed = run_bench(config, accel, rounds=rounds, baseline_ref=baseline_ref, say=say)
     sweep = run_sweep(config, accel, accel.sweep) if accel.sweep is not None else None
-    here = parity is not None or timed is not None or sweep is not None
+    quality = run_quality(config, accel, accel.quality) if accel.quality is not None else None
+    here = parity is not None or timed is not None or sweep is not None or quality is not None
     stations = switch_mod.stations(accel, runs, here=here)
-    findings = judge(accel, switch, parity, timed, stations) + counted(accel, switch, parity, timed, sweep)
+    findings = judge(accel, switch, parity, timed, stations, quality)
+    findings += counted(accel, switch, parity, timed, sweep, quality)
     return AccelResult(accel.name, accel.switch.env, accel.package, switch, switch_error, parity, timed, stations,
-                       findings, accel.switch.off, accel.switch.on, sweep)  # fmt: skip
+                       findings, accel.switch.off, accel.switch.on, sweep, quality)  # fmt: skip
 
 
 def counted(
     accel: AccelerationConfig, switch: SwitchResult | None, parity: ParityResult | None, timed: BenchResult | None,
-    sweep: SweepResult | None,
+    sweep: SweepResult | None, quality: QualityReport | None = None,
 ) -> tuple[Finding, ...]:  # fmt: skip
     """What the path's own counter says: vacuous evidence, the sweep's classes, or that it kept no count at all."""
-    steps = [s for s in (switch, parity, timed) if s is not None and s.engagement is not None]
+    steps = [s for s in (switch, parity, timed, quality) if s is not None and s.engagement is not None]
     lines = sum(s.engagement.lines for s in steps if s.engagement is not None)
     lines += 0 if sweep is None else sweep.ledger_lines
     ran = bool(steps) or (sweep is not None and sweep.error is None)
@@ -146,8 +153,11 @@ def counted(
         # No count to read: today's results stand, labelled as such; the caller's view of the sweep still counts.
         return (engaged.missing(accel), *(engaged.sweep_findings(accel, sweep) if sweep is not None else ()))
     out = engaged.vacuous(accel, switch, parity, timed)
-    out += effect.ineffective(accel, effect.off_arms(accel, switch, parity, timed, sweep))
-    out += effect.idle(accel, effect.on_arms(switch, parity, timed, sweep))
+    rated = quality.engagement if quality is not None else None
+    out += effect.ineffective(
+        accel, effect.off_arms(accel, switch, parity, timed, sweep) + ([("quality items", rated.off)] if rated else [])
+    )
+    out += effect.idle(accel, effect.on_arms(switch, parity, timed, sweep) + ([rated.on] if rated else []))
     out += effect.idle_cases(accel, timed)
     if sweep is not None:
         out += engaged.sweep_findings(accel, sweep)
@@ -192,9 +202,10 @@ def worktree(root: Path, ref: str | None) -> Iterator[Path | None]:
 
 def judge(
     accel: AccelerationConfig, switch: SwitchResult | None, parity: ParityResult | None, timed: BenchResult | None,
-    stations: tuple[StationBuild, ...],
+    stations: tuple[StationBuild, ...], quality: QualityReport | None = None,
 ) -> tuple[Finding, ...]:  # fmt: skip
-    """The findings: a broken switch or path names the test; parity differs; speed before parity; OS builds."""
+    """The findings: a broken switch or path names the test; parity differs (unless the yardstick holds); the
+    yardstick; speed before parity; OS builds."""
     out = []
     env, sw = accel.switch.env, accel.switch
     if switch is not None:
@@ -208,13 +219,14 @@ def judge(
     if switch is not None:
         out += red_both_ways(accel, switch)
     if parity is not None and parity.verdict == "differs":
-        where = f", first at {parity.first_mismatch}" if parity.first_mismatch else ""
-        msg = (
-            f"outputs differ with {env}={sw.on} and ={sw.off}: {parity.mismatched:,} of "
-            f"{parity.total:,} values, max abs diff {parity.max_abs_diff:g}, max {parity.max_ulp} ULP{where}"
-        )
-        out.append(Finding("parity-differs", "error", accel.name, msg))
-    if accel.bench is not None and (parity is None or not parity.proven):
+        # Output that differs holds only on the team's own yardstick, paired and non-inferior.
+        severity: Severity = "warning" if quality is not None and quality.holds else "error"
+        out.append(Finding("parity-differs", severity, accel.name, differs_text(accel, parity, quality)))
+    if quality is not None:
+        out += quality_findings(accel, quality)
+    # Output that differs stands on a non-inferior yardstick: the speed claim then has its evidence.
+    judged = parity is not None and parity.verdict == "differs" and quality is not None and quality.holds
+    if accel.bench is not None and (parity is None or not parity.proven) and not judged:
         why = "no parity command is configured" if parity is None else f"parity is {parity.verdict}"
         msg = f"a speed target is claimed but numeric parity is not proven ({why}): speed before parity"
         out.append(Finding("parity-missing", "warning", accel.name, msg))

@@ -8,7 +8,7 @@ from typing import IO, Literal, cast, get_args
 
 import click
 
-from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, Severity, Status
+from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, QualityVerdict, Severity, Status
 
 # Each command's exit codes and one example, shown under its --help (the README's table, command by command).
 EXIT_HELP = {
@@ -19,7 +19,10 @@ EXIT_HELP = {
     "test": "0 all green · 1 failures or findings of severity error · 2 usage",
     "bisect": "0 not reproduced · 1 order-dependent, genuine or flaky · 2 usage · 3 undecided",
     "audit": "0 all four gates pass · 1 a gate fails · 2 usage · 3 a gate undecided · 4 gates pass, page not published",
-    "accel": "0 all hold · 1 broken switch, parity differs, or a ledger or sweep error · 2 usage · 3 undecided",
+    "accel": (
+        "0 all hold · 1 broken switch, parity that differs without a non-inferior yardstick, an inferior yardstick, "
+        "or a ledger or sweep error · 2 usage · 3 undecided (an inconclusive yardstick included)"
+    ),
     "history": "0 · 2 no such run",
     "stations": "0",
     "demo": "0 the demo ran (its findings are expected) · 2 DIR not empty, or the demo extra missing",
@@ -89,6 +92,13 @@ MIRROR_TONES: dict[MirrorState, Tone] = {
     "diverged": "bad",
     "missing": "bad",
     "unreachable": "caution",
+}
+QUALITY_TONES: dict[QualityVerdict, Tone] = {
+    "non-inferior": "good",
+    "inferior": "alarm",
+    "inconclusive": "caution",
+    "timed-out": "caution",
+    "error": "caution",
 }
 
 # A mark opens and closes with a NUL and a key drawn afresh by each process (os.urandom is what

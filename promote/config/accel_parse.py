@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from promote.config.settings import AccelerationConfig, BenchCase, BenchConfig, ParityConfig, SweepConfig, SwitchConfig
+from promote.config.settings import (
+    AccelerationConfig,
+    BenchCase,
+    BenchConfig,
+    ParityConfig,
+    QualityConfig,
+    SweepConfig,
+    SwitchConfig,
+)
 from promote.config.tables import TableReader
 
 MIN_ROUNDS = 5  # fewer leave a median interval too wide to decide anything (see promote.core.stats)
@@ -41,7 +49,7 @@ def accelerations(p: TableReader, raw: object, packages: set[str]) -> tuple[Acce
     out = []
     for i, item in enumerate(raw):
         where = f"{key}[{i}]"
-        tbl = p.table(item, where, {"name", "package", "switch", "parity", "bench", "sweep", "validated_on"})
+        tbl = p.table(item, where, {"name", "package", "switch", "parity", "bench", "sweep", "quality", "validated_on"})
         name = p.required(tbl, "name", where, "a name for the accelerated path")
         if name in seen:
             raise p.fail(f"{where}.name", "a name no other acceleration has", name)
@@ -61,6 +69,7 @@ def accelerations(p: TableReader, raw: object, packages: set[str]) -> tuple[Acce
                 bench=_bench(p, tbl["bench"], f"{where}.bench") if "bench" in tbl else None,
                 validated_on=tuple(p.get(tbl, "validated_on", where, _is_str_list, "a list of OS builds", [])),
                 sweep=_sweep(p, tbl["sweep"], f"{where}.sweep") if "sweep" in tbl else None,
+                quality=_quality(p, tbl["quality"], f"{where}.quality") if "quality" in tbl else None,
             )
         )
     return tuple(out)
@@ -98,14 +107,32 @@ def _parity(p: TableReader, raw: object, where: str) -> ParityConfig:
     )
 
 
-def _sweep(p: TableReader, raw: object, where: str) -> SweepConfig:
-    tbl = p.table(raw, where, {"command", "group_by", "timeout_s"})
+def _out_command(p: TableReader, tbl: Mapping[str, Any], where: str, expected: str) -> tuple[str, ...]:
+    """The step's command, which must write to `{out}`."""
     command = _command(p, tbl, "command", where)
     if command is None or not any("{out}" in arg for arg in command):
-        expected = "a command writing what the caller saw to {out}, one JSON line per request"
         raise p.fail(
             f"{where}.command", expected, None if command is None else list(command), show_got=command is not None
         )
+    return command
+
+
+def _quality(p: TableReader, raw: object, where: str) -> QualityConfig:
+    tbl = p.table(raw, where, {"command", "margin", "confidence", "timeout_s"})
+    expected = 'the evaluation, writing one JSON line per item to {out}: {"item": STR, "passed": BOOL}'
+    return QualityConfig(
+        command=_out_command(p, tbl, where, expected),
+        margin=float(
+            p.get(tbl, "margin", where, _number(0.0, 1.0, open_low=True), "a fraction of items in (0, 1]", 0.02)
+        ),
+        confidence=float(p.get(tbl, "confidence", where, _number(0.5, 0.9999), "a level from 0.5 to 0.9999", 0.95)),
+        timeout_s=p.get(tbl, "timeout_s", where, _number(0.0, 86400.0, open_low=True), "seconds > 0", None),
+    )
+
+
+def _sweep(p: TableReader, raw: object, where: str) -> SweepConfig:
+    tbl = p.table(raw, where, {"command", "group_by", "timeout_s"})
+    command = _out_command(p, tbl, where, "a command writing what the caller saw to {out}, one JSON line per request")
     group_by = p.get(
         tbl, "group_by", where, lambda v: _is_str_list(v) and bool(v), "a non-empty list of request parameters", None
     )

@@ -158,6 +158,16 @@ class SweepConfig:
 
 
 @dataclass(frozen=True)
+class QualityConfig:
+    """The team's evaluation, switch off and on; one JSON line per item in `{out}`, judged paired against `margin`."""
+
+    command: tuple[str, ...]
+    margin: float = 0.02  # the largest loss accepted, as a fraction of items
+    confidence: float = 0.95
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
 class AccelerationConfig:
     """An accelerated path and the evidence it must earn: kill switch, parity, speed, validated OS builds."""
 
@@ -168,6 +178,7 @@ class AccelerationConfig:
     bench: BenchConfig | None = None
     validated_on: tuple[str, ...] = ()
     sweep: SweepConfig | None = None
+    quality: QualityConfig | None = None
 
 
 @dataclass(frozen=True)

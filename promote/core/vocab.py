@@ -137,11 +137,18 @@ BenchVerdict = Literal["met", "missed", "undecided", "measured", "slower", "erro
 LoadSource = Literal["runnable", "load-average"]
 Better = Literal["higher", "lower"]  # which way a bench metric improves (tokens per second up, seconds down)
 LedgerOutcome = Literal["served", "declined", "failed"]
-AccelStep = Literal["switch", "parity", "bench", "sweep"]  # the runs `promote accel` makes for one path
+AccelStep = Literal["switch", "parity", "bench", "sweep", "quality"]  # the runs `promote accel` makes for one path
+# The paired yardstick against its margin; timed-out (partial output, counted and shown) and error never judge.
+QualityVerdict = Literal["non-inferior", "inferior", "inconclusive", "timed-out", "error"]
 
 
 def parity_holds(verdict: ParityVerdict) -> bool:
     return verdict in ("identical", "within-tolerance")
+
+
+def quality_judged(verdict: QualityVerdict) -> bool:
+    """The yardstick ran to its end and its interval was judged against the margin."""
+    return verdict in ("non-inferior", "inferior", "inconclusive")
 
 
 # --- Publishing the evidence page, and a finding's severity.

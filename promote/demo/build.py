@@ -42,7 +42,8 @@ HISTORY: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "sanctum-mlx: DFlash2 speculative decoding, kill switch SANCTUM_MLX_DFLASH2",
         (f"{MLX}sanctum_mlx/dflash2.py", f"{MLX}sanctum_mlx/ledger.py", f"{MLX}sanctum_mlx/parity.py",
-         f"{MLX}sanctum_mlx/bench.py", f"{MLX}tests/test_dflash2.py"),
+         f"{MLX}sanctum_mlx/bench.py", f"{MLX}sanctum_mlx/evaluate.py", f"{MLX}sanctum_mlx/yardstick.json",
+         f"{MLX}tests/test_dflash2.py"),
     ),
     # The incident: DFlash2 refuses sampled requests by failing them (a fast 503); the proxy reads that as
     # "seat down" and the hosted rung answers under the name the client asked for. No test covers it.

@@ -64,6 +64,17 @@ PLANTED = (
         "503: the path fails requests it should decline",
     ),
     Planted(
+        "parity-differs", "quality non-inferior",
+        "sanctum-mlx: past 24 tokens DFlash2 verifies leniently, so long greedy answers drift from plain "
+        "decoding's (from tokens 28, 35 and 40); the team's yardstick, paired item by item, finds it no worse: "
+        "a warning, and the path holds",
+    ),
+    Planted(
+        "quality-saturated", "saturated",
+        "sanctum-mlx: the yardstick solves 46 of its 48 items either way: a difference near its ceiling cannot "
+        "be seen, so the gap is a floor",
+    ),
+    Planted(
         "served-elsewhere", "temperature=0.4",
         "sanctum-proxy: the ladder reads that 503 as \"seat down\" and the hosted rung answers under the model "
         "name the client asked for (every reply looks like a success)",
@@ -73,8 +84,8 @@ PLANTED = (
 ALSO = (
     f"mirror {BEHIND} left {len(HISTORY) - DEPLOYED_AT} commits behind main, a fast-forward (see Merged)",
     "branch deployed differs from main in test files only (see And Deployed)",
-    "DFlash2's greedy answers are bitwise identical to plain decoding's, and its own ledger says it served every "
-    "parity request (see Everything E2E Tested)",
+    "DFlash2's short greedy answers are bitwise identical to plain decoding's, and its own ledger says it served "
+    "every parity request and every yardstick item (see Everything E2E Tested)",
 )
 
 

@@ -6,7 +6,15 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from promote.accel.rows import BENCH_HEADER, SWEEP_HEADER, bench_table, rows, sweep_table
+from promote.accel.rows import (
+    BENCH_HEADER,
+    REQUESTS_HEADER,
+    SWEEP_HEADER,
+    bench_table,
+    requests_table,
+    rows,
+    sweep_table,
+)
 from promote.accel.store import recent
 from promote.accel.verify import AccelReport
 from promote.config.settings import Config
@@ -22,6 +30,8 @@ FAILS_TESTED = (
     "acceleration-failed-request", "served-elsewhere", "switch-ineffective", "acceleration-tests-fail",
     # Slower than off on the bench's own evidence (only with `audit --bench`): promoting it is the regression.
     "acceleration-slower",
+    # Worse on the team's own yardstick, or judged on items the path never served.
+    "quality-inferior", "quality-vacuous",
 )  # fmt: skip
 # What a finding of each check is about: a test of the package, a class of the sweep's requests, or a run
 # (acceleration-broken names a test, or a request class when it comes from the sweep).
@@ -32,6 +42,8 @@ _SUBJECT_KIND = {
     "bench-vacuous": "bench run",
     "switch-ineffective": "kill switch",
     "acceleration-slower": "bench case",
+    "quality-inferior": "quality run",
+    "quality-vacuous": "quality run",
 }
 
 
@@ -39,7 +51,8 @@ def tested_with(gate: Gate, report: AccelReport) -> Gate:
     """The Tested gate with each path's evidence; a broken switch or parity fails it."""
     # "Kill switch `ENV=0`" reads "kill switch `ENV=0`" mid-line: only the first letter is lowered, never a code span.
     lines = [f"{r.name}: {m[:1].lower()}{m[1:]}: {result}" for r in report.results for m, result in rows(r)]
-    failing = [f for f in report.findings if f.check in FAILS_TESTED]
+    # An error only: parity that differs is a warning while the yardstick says the path is no worse.
+    failing = [f for f in report.findings if f.check in FAILS_TESTED and f.severity == "error"]
     lines += [f"{f.check}: {f.subject}" for f in failing]
     status = worst([gate.status, FAIL] if failing else [gate.status])
     lead = gate.row
@@ -68,6 +81,7 @@ def section(config: Config, report: AccelReport) -> dict[str, Any]:
             "rows": [list(row) for row in rows(r)],
             "sweep": {"header": list(SWEEP_HEADER), "rows": sweep_table(r.sweep)},
             "cases": {"header": list(BENCH_HEADER), "rows": bench_table(r.bench)},
+            "requests": {"header": list(REQUESTS_HEADER), "rows": requests_table(r.parity)},
             "findings": [f.to_json() for f in r.findings],
             "speedups": [{"time": e["time"], "speedup": e["speedup"], "interval": e["interval"]} for e in past],
             "result": r.to_json(),

@@ -152,7 +152,7 @@ def test_npz_and_safetensors_compare_array_by_array(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("mode", "says"),
     [
-        ("text", "is not an array (.npy, .npz, .safetensors) or a JSON list of token ids"),
+        ("text", "the parity output with the switch off is not an array (.npy, .npz, .safetensors), a JSON list of"),
         ("shape", "shapes differ: [1, 12] off, [2, 12] on"),
         ("fail", "exited 1: parity model failed to load"),
     ],

@@ -22,6 +22,7 @@ from promote.cli.terminal import (
     GATE_TONES,
     MERGE_TONES,
     MIRROR_TONES,
+    QUALITY_TONES,
     SEVERITY_TONES,
     STYLES,
     Tone,
@@ -29,7 +30,7 @@ from promote.cli.terminal import (
     plain,
     shown,
 )
-from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, Severity, Status
+from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, QualityVerdict, Severity, Status
 from tests.helpers.ciclone import team_repository
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import commit, git, make_fleet
@@ -125,6 +126,7 @@ def test_every_value_of_each_vocabulary_has_a_tone_and_every_tone_a_style() -> N
         (dict(CHECK_TONES), CheckVerdict),
         (dict(MERGE_TONES), MergeVerdict),
         (dict(MIRROR_TONES), MirrorState),
+        (dict(QUALITY_TONES), QualityVerdict),
     ]
     for tones, vocabulary in tables:
         assert sorted(tones) == sorted(get_args(vocabulary)), vocabulary

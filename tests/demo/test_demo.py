@@ -41,6 +41,9 @@ EXPECTED = [
     ("order-dependent", "error", ROUTING, DRAIN),
     # Restored, the sampler test passed; the pass without restores shows it failing as plain pytest would.
     ("order-dependent", "error", SAMPLER, DEBUG),
+    # Long greedy answers drift (lenient verification); the yardstick finds DFlash2 no worse, near its ceiling.
+    ("parity-differs", "warning", "DFlash2", None),
+    ("quality-saturated", "warning", "DFlash2", None),
     ("served-elsewhere", "error", "temperature=0.4", "SANCTUM_MLX_DFLASH2=1"),
     ("undocumented-feature", "error", "DFlash2", None),
     ("undocumented-feature", "error", "SANCTUM_MLX_DFLASH2", None),
@@ -95,7 +98,7 @@ def test_every_line_the_examples_path_writes_is_a_valid_ledger_line(tmp_path: Pa
                      ["../sanctum-proxy/sweep.py", "--out", str(tmp_path / "s.jsonl")]):  # fmt: skip
             subprocess.run([sys.executable, *argv], cwd=mlx, env=env, check=True, capture_output=True)
         lines = [json.loads(line) for line in ledger.read_text().splitlines()]
-        assert len(lines) == 3 + 16  # three parity requests, sixteen through the front door
+        assert len(lines) == 7 + 16  # seven parity requests, sixteen through the front door
         for line in lines:
             jsonschema.validate(line, schema)
             outcomes.add((switch, line["outcome"]))
@@ -128,11 +131,22 @@ def test_the_demo_finds_every_planted_problem_at_its_cause_and_nothing_else(tmp_
     assert len(unvalidated) == (0 if f"{platform.system()} {platform.release()}" == "Darwin 24.3.0" else 1)
     assert [f for f in found if f[0] != "os-unvalidated"] == EXPECTED
     accel = next(s for s in doc["sections"] if s["key"] == "accelerations")
-    # DFlash2 declines properly in parity: its own ledger says it served every parity request.
-    parity = "bitwise identical over 72 tokens; parity covers 3 of 3 requests (switched off it served 0 of 3)"
+    # DFlash2 drifts on the long requests only, from a late token; its own ledger says it served every one.
+    parity = (
+        "3 of 7 requests differ, first at tokens 28, 40, 35; 41 of 264 token positions differ from there on; "
+        "parity covers 7 of 7 requests (switched off it served 0 of 7)"
+    )
     assert ["Numeric parity", parity] in accel["data"][0]["rows"]
     md = (page.parent / "evidence.md").read_text()
     assert f"| Numeric parity | {parity} |" in md
+    assert "| 4 | 28 | 20 | 48 | 48 |" in md  # the request that drifts first, and how far
+    # The yardstick: no item lost or won either way, 46 of 48, the interval within the 10-point margin.
+    quality = accel["data"][0]["result"]["quality"]
+    assert (quality["verdict"], quality["items"], quality["on_passed"], quality["off_passed"]) == (
+        "non-inferior", 48, 46, 46,
+    )  # fmt: skip
+    assert (quality["on_only"], quality["off_only"], quality["saturated"]) == (0, 0, True)
+    assert quality["ledger"]["on"]["served"] == 48 and quality["ledger"]["off"]["served"] == 0
     # The sweep's table: greedy requests served by the seat, sampled ones failed by it and answered elsewhere.
     table = {row[0]: row for row in accel["data"][0]["sweep"]["rows"]}
     assert table["temperature=0.0"][1:3] == ["8", "8"] and table["temperature=0.0"][5] == "0"
