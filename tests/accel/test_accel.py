@@ -160,7 +160,9 @@ def test_npz_and_safetensors_compare_array_by_array(tmp_path: Path) -> None:
 def test_bad_output_is_one_line_naming_the_command_and_the_rest_still_runs(
     tmp_path: Path, mode: str, says: str
 ) -> None:
-    accel_config(tmp_path, parity=mode, bench=f'{{ command = [{PY}, "-c", "pass"], rounds = 5, warmup = 0 }}')
+    # The candidate clearly faster: two identical arms would now and then measure "slower" on a busy machine.
+    faster = "import os, time; time.sleep(0.02 if os.environ['FAST'] == '1' else 0.06)"
+    accel_config(tmp_path, parity=mode, bench=f'{{ command = [{PY}, "-c", "{faster}"], rounds = 5, warmup = 0 }}')
     result = run(tmp_path, "accel", "--json")
     assert result.exit_code == 3
     data = json.loads(result.stdout)
