@@ -52,12 +52,27 @@ def vacuous(
     if parity is not None and parity.engagement is not None and parity.engagement.on.served == 0:
         msg = f"{served(parity.engagement.on)} in the parity run with {env}={on}: identical outputs prove nothing"
         out.append(Finding("parity-vacuous", "error", name, msg, f"{env}={on}"))
-    if timed is not None and timed.engagement is not None and timed.engagement.on.served == 0:
-        msg = f"{served(timed.engagement.on)} in the bench's candidate arm: its speedup is not the path's"
-        out.append(Finding("bench-vacuous", "error", name, msg, f"{env}={on}"))
+    if timed is not None:
+        out += _bench_vacuous(accel, timed)
     if switch is not None and switch.engagement is not None and switch.engagement.on.served == 0:
         msg = f"{served(switch.engagement.on)} while its tests ran with {env}={on}: they pass without it"
         out.append(Finding("switch-vacuous", "warning", name, msg, f"{env}={on}"))
+    return out
+
+
+def _bench_vacuous(accel: AccelerationConfig, timed: BenchResult) -> list[Finding]:
+    """`bench-vacuous` per named case, from the case's own candidate ledger (pooled, a case served none unseen)."""
+    env, on = accel.switch.env, accel.switch.on
+    cases = [(c.name, c.engagement.on) for c in timed.named_cases if c.engagement is not None]
+    if not cases and timed.engagement is not None:
+        cases = [(None, timed.engagement.on)]
+    out = []
+    for case, tally in cases:
+        if tally.served:
+            continue
+        where, subject = ("", accel.name) if case is None else (f" of case {case}", f"{accel.name}, case {case}")
+        msg = f"{served(tally)} in the bench's candidate arm{where}: its speedup is not the path's"
+        out.append(Finding("bench-vacuous", "error", subject, msg, f"{env}={on}"))
     return out
 
 

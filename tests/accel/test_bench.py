@@ -304,3 +304,23 @@ def test_acceptance_is_per_case_and_idle_names_only_the_case_that_keeps_no_draft
     assert re.search(
         rf"\| disagree \| [^|]+ \| [^|]+ \| 5 \| measured \| {dash} \| {dash} \| 0 of 48 \(0\.0%\) \| ", page
     )
+
+
+def test_a_case_the_path_never_served_is_bench_vacuous_by_name_while_the_pool_served(tmp_path: Path) -> None:
+    # On "prose" the path declines every request even switched on: the pooled ledger (it served "code") hid it.
+    drafter = DRAFTER.replace('kept = 3 if workload == "agree" else 0', "kept = 3").replace(
+        "    if on:",
+        '    if on and workload == "prose":\n'
+        '        ledger.record("Fast", "declined", reason="prose", seconds=0.01, request=request)\n'
+        "    elif on:",
+    )
+    (tmp_path / "drafter.py").write_text(drafter)
+    shutil.copy(WRITER, tmp_path / "ledger.py")
+    cases = '{ code = ["code"], prose = ["prose"] }'
+    bench_config(tmp_path, f'{{ command = [{PY}, "drafter.py"], rounds = 5, warmup = 0, cases = {cases} }}')
+    code, data = accel_json(tmp_path)
+    assert data["accelerations"][0]["bench"]["ledger"]["on"]["served"] == 10
+    [vacuous] = by_check(data)["bench-vacuous"]
+    assert (vacuous["severity"], vacuous["subject"]) == ("error", "Fast, case prose")
+    assert "in the bench's candidate arm of case prose: its speedup is not the path's" in vacuous["message"]
+    assert code == 1
