@@ -21,14 +21,16 @@ from promote.core.errors import ConfigError
 from promote.core.findings import Finding
 from promote.core.git import Repo
 from promote.core.outcome import CheckOutcome, Status
-from promote.evidence import accel_section, gates, index_page, intoto
+from promote.evidence import accel_section, gates, index_page, intoto, story_findings, story_window
 from promote.evidence import deltas as deltas_mod
 from promote.evidence import pages as evidence
 from promote.evidence.history import History, StoredRun
 from promote.evidence.pages import Pages
 from promote.evidence.publish import PublishResult, preflight
 from promote.evidence.publish import publish as publish_page
-from promote.evidence.store import outcomes_of, record_switch_runs
+from promote.evidence.store import kept, outcomes_of, record_switch_runs
+from promote.evidence.stories import StoryReport
+from promote.evidence.story_window import RunCounts
 from promote.release import journal
 from promote.release.check import CheckResult, check
 from promote.release.deployed import audit_deployed
@@ -113,7 +115,8 @@ class Decided:
     findings: list[Finding]
     stored: StoredRun
     deltas: deltas_mod.Deltas
-    recent: list[StoredRun]
+    recent: list[RunCounts]
+    stories: StoryReport | None = None  # None: the history could not be read for them
 
 
 def observe(
@@ -184,14 +187,16 @@ def decide_and_record(cfg: Config, seen: Observed, command: str) -> Decided:
         tests=outcomes_of(run),
     )
     with closing(History(state.state_dir(cfg.root))) as history:
-        deltas = deltas_mod.compare(stored, history.previous(stored))
-        decided = decide_gates(cfg, seen, deltas)
+        deltas = deltas_mod.compare(stored, history.previous(stored), story_window.tally(history, stored))
+        stories = story_findings.read(cfg, history, stored)
+        decided = story_findings.gates_told(decide_gates(cfg, seen, deltas), stories)
         findings = all_findings(seen, deltas)
+        findings += [f for f in story_findings.findings(stories) if f not in findings]
         gate_status: dict[str, str] = {k: g.status for k, g in decided.items()}
         stored = replace(stored, finished=now(), gates=gate_status, findings=tuple(findings))
-        history.record(stored)
-        recent = [history.get(r) for r in history.run_ids(HISTORY_POINTS)]
-    return Decided(decided, findings, stored, deltas, recent)
+        history.record(stored, keep=kept(cfg))
+        recent = story_window.run_counts(history, HISTORY_POINTS)
+    return Decided(decided, findings, stored, deltas, recent, stories)
 
 
 def statements_of(ws: Workspace, seen: Observed) -> dict[str, dict[str, Any]]:
@@ -237,7 +242,8 @@ def audit(
         gates=done.gates,
         findings=done.findings,
         last_merge=None if merge is None else merge.headline,
-        history=evidence.history_points(done.recent),
+        history=evidence.history_points(done.recent, done.stories.marks if done.stories else ()),
+        stories=story_findings.section(done.stories),
         provenance={"command": command, "started": seen.started, "finished": done.stored.finished},
         sections=[] if seen.accel is None else [accel_section.section(cfg, seen.accel)],
         root=ws.repo.root,

@@ -6,82 +6,22 @@ import json
 import os
 import sqlite3
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from promote.core import state
 from promote.core.errors import PromoteError
 from promote.core.findings import Finding
 from promote.core.redact import current as current_redactor
+from promote.evidence.history_schema import MIGRATIONS, busy_timeout, wal
 
 DB_NAME = "history.sqlite"
 # A run of a package's tests with an acceleration's switch set one way: kept, never compared with the package's own.
 SWITCH_KIND = "accel-switch"
-
-# Versioned from the first release: `PRAGMA user_version` is the number of scripts applied.
-MIGRATIONS = (
-    """
-    CREATE TABLE IF NOT EXISTS runs (
-        id TEXT PRIMARY KEY,
-        kind TEXT NOT NULL,
-        started TEXT NOT NULL,
-        finished TEXT NOT NULL,
-        commit_sha TEXT,
-        command TEXT NOT NULL,
-        mirrors TEXT NOT NULL,
-        stations TEXT NOT NULL,
-        gates TEXT NOT NULL
-    );
-    CREATE TABLE IF NOT EXISTS tests (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        package TEXT NOT NULL,
-        nodeid TEXT NOT NULL,
-        outcome TEXT NOT NULL,
-        duration_s REAL NOT NULL,
-        station TEXT NOT NULL,
-        PRIMARY KEY (run_id, package, nodeid)
-    );
-    CREATE TABLE IF NOT EXISTS findings (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        check_name TEXT NOT NULL,
-        severity TEXT NOT NULL,
-        subject TEXT NOT NULL,
-        message TEXT NOT NULL,
-        cause TEXT
-    );
-    CREATE INDEX IF NOT EXISTS runs_started ON runs(started);
-    """,
-    # `previous()` walks runs newest-first in (started, id) order and stops at the first match; with `id` in the
-    # index that walk needs no sort and no table reads. The old index is a prefix of the new one, so it only cost
-    # writes. IF [NOT] EXISTS because a database written by an older promote (whose executescript committed each
-    # statement) may hold a migration interrupted before user_version was bumped.
-    """
-    CREATE INDEX IF NOT EXISTS runs_started_id ON runs(started, id);
-    DROP INDEX IF EXISTS runs_started;
-    """,
-    # A run stopped by a signal is kept, marked, rather than missing from the history.
-    """
-    ALTER TABLE runs ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
-    """,
-)
-
-
-# How long a writer waits for another promote holding the database (two first uses at once, a test run and an
-# audit finishing together) before giving up.
-BUSY_TIMEOUT_S = 30.0
-
-
-def busy_timeout() -> float:
-    """BUSY_TIMEOUT_S, or PROMOTE_LOCK_WAIT_S when set: the wait for another promote, whatever it holds."""
-    if "PROMOTE_LOCK_WAIT_S" in os.environ:
-        from promote.core.lock import wait_default
-
-        return wait_default()
-    return BUSY_TIMEOUT_S
 
 
 class HistoryError(PromoteError):
@@ -99,6 +39,9 @@ class TestOutcome:
     outcome: str
     duration_s: float = 0.0
     station: str = ""
+    reason: str | None = None  # why it did not run: a skip's reason, or the requirements it lacked
+    blocker: str | None = None  # for a blocked test, the check that blocked it (impossible-requirement, ...)
+    verdict: str | None = None  # for a red test, what its reruns showed (genuine, flaky, ...)
 
 
 @dataclass(frozen=True)
@@ -132,27 +75,14 @@ def _redacted(run: StoredRun) -> StoredRun:
     return replace(
         run,
         command=r(run.command),
-        tests=tuple(replace(t, nodeid=r(t.nodeid)) for t in run.tests),
+        tests=tuple(
+            replace(t, nodeid=r(t.nodeid), reason=None if t.reason is None else r(t.reason)) for t in run.tests
+        ),
         findings=tuple(
             replace(f, subject=r(f.subject), message=r(f.message), cause=None if f.cause is None else r(f.cause))
             for f in run.findings
         ),
     )
-
-
-def _wal(db: sqlite3.Connection) -> None:
-    """Switch to write-ahead logging (readers never wait for a writer), waiting out another promote doing so."""
-    # Changing the journal mode needs the database to itself, and SQLite answers "locked" at once rather than
-    # calling the busy handler when two connections both try: so it is retried here, within the busy timeout.
-    deadline = time.monotonic() + busy_timeout()
-    while True:
-        try:
-            db.execute("PRAGMA journal_mode=WAL").fetchone()
-            return
-        except sqlite3.OperationalError as e:
-            if "locked" not in str(e) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
 
 
 class History:
@@ -182,7 +112,7 @@ class History:
         db = sqlite3.connect(self.path, timeout=busy_timeout(), isolation_level=None)
         try:
             self._migrate(db)
-            _wal(db)
+            wal(db)
         except BaseException:
             db.close()
             raise
@@ -233,8 +163,12 @@ class History:
             raise
         self._db.execute("COMMIT")
 
-    def record(self, run: StoredRun) -> None:
-        """Store one run with its tests and findings (replacing a run of the same id), secrets redacted."""
+    def record(self, run: StoredRun, *, keep: int | None = None) -> None:
+        """Store one run with its tests and findings (replacing a run of the same id), secrets redacted.
+
+        With `keep`, the runs beyond the newest `keep` are pruned in the same transaction: an interruption leaves
+        the database as it was or with the run stored and the old ones gone, never half of either.
+        """
         run = _redacted(run)
         with self._tx() as db:
             for table, key in (("tests", "run_id"), ("findings", "run_id"), ("runs", "id")):
@@ -247,13 +181,24 @@ class History:
                 ),
             )  # fmt: skip
             db.executemany(
-                "INSERT INTO tests VALUES (?, ?, ?, ?, ?, ?)",
-                [(run.run_id, t.package, t.nodeid, t.outcome, t.duration_s, t.station) for t in run.tests],
-            )
+                "INSERT INTO tests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(run.run_id, t.package, t.nodeid, t.outcome, t.duration_s, t.station, t.reason, t.blocker,
+                  t.verdict) for t in run.tests],
+            )  # fmt: skip
             db.executemany(
                 "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?)",
                 [(run.run_id, f.check, f.severity, f.subject, f.message, f.cause) for f in run.findings],
             )
+            if keep is not None:
+                _prune(db, keep)
+
+    def read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one query (for the readers of the history beside this module: stories, counts)."""
+        return self._db.execute(sql, params).fetchall()
+
+    def many(self, sql: str, rows: list[tuple[object, ...]]) -> None:
+        """One statement for each of `rows` (a temporary table's rows: nothing of the history is written)."""
+        self._db.executemany(sql, rows)
 
     def run_ids(self, limit: int | None = None) -> list[str]:
         """Run ids, newest first."""
@@ -268,7 +213,8 @@ class History:
             known = ", ".join(self.run_ids(5)) or "none yet"
             raise HistoryError(f"no run {run_id!r} in {self.path} (recent: {known})")
         tests = self._db.execute(
-            "SELECT package, nodeid, outcome, duration_s, station FROM tests WHERE run_id = ? ORDER BY rowid",
+            "SELECT package, nodeid, outcome, duration_s, station, reason, blocker, verdict FROM tests"
+            " WHERE run_id = ? ORDER BY rowid",
             (run_id,),
         ).fetchall()
         findings = self._db.execute(
@@ -311,3 +257,10 @@ class History:
             (run.started, run.run_id, SWITCH_KIND, *packages, len(packages)),
         ).fetchone()
         return None if row is None else self.get(str(row[0]))
+
+
+def _prune(db: sqlite3.Connection, keep: int) -> None:
+    """Delete every run older than the newest `keep`, with its tests and findings (inside the caller's transaction)."""
+    old = "SELECT id FROM runs ORDER BY started DESC, id DESC LIMIT -1 OFFSET ?"
+    for table, key in (("tests", "run_id"), ("findings", "run_id"), ("runs", "id")):
+        db.execute(f"DELETE FROM {table} WHERE {key} IN ({old})", (keep,))
