@@ -8,7 +8,7 @@ from typing import IO, Literal, cast, get_args
 
 import click
 
-from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, Severity, Status
+from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, Severity, Status, StoryKind
 
 # Each command's exit codes and one example, shown under its --help (the README's table, command by command).
 EXIT_HELP = {
@@ -89,6 +89,13 @@ MIRROR_TONES: dict[MirrorState, Tone] = {
     "diverged": "bad",
     "missing": "bad",
     "unreachable": "caution",
+}
+# A test's story in `promote history --tests`: what is gone or red for a while is worse than what flips.
+STORY_TONES: dict[StoryKind, Tone] = {
+    "flaky-history": "caution",
+    "never-ran": "caution",
+    "red-streak": "bad",
+    "tests-dropped": "alarm",
 }
 
 # A mark opens and closes with a NUL and a key drawn afresh by each process (os.urandom is what

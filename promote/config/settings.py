@@ -7,10 +7,11 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from promote.core.policies import REPORT
 from promote.core.station import Station
-from promote.core.vocab import Better, HistorySource
+from promote.core.vocab import Better
 
 CONFIG_NAME = "promote.toml"
 DEFAULT_TEST_PATHS = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
@@ -101,6 +102,10 @@ class DocsConfig:
     feature_pattern: str | None = None
     # Where `promote audit --publish` writes the page, inside the docs repository.
     page: str = "docs/evidence/{date}-{commit}.md"
+
+
+# Where a test's story is read: this clone's history database, or the evidence pages published in the docs repository.
+HistorySource = Literal["local", "docs"]
 
 
 @dataclass(frozen=True)

@@ -144,9 +144,8 @@ def parity_holds(verdict: ParityVerdict) -> bool:
     return verdict in ("identical", "within-tolerance")
 
 
-# --- A test's story over the nights (promote.evidence.stories): the kinds told, and where the history is read.
+# --- A test's story over the nights (promote.evidence.stories).
 StoryKind = Literal["flaky-history", "never-ran", "red-streak", "tests-dropped"]
-HistorySource = Literal["local", "docs"]
 
 # --- Publishing the evidence page, and a finding's severity.
 PublishStatus = Literal["committed", "unchanged", "refused", "unverified"]

@@ -34,7 +34,8 @@ def outcomes_of(run: RunResult | None) -> tuple[TestOutcome, ...]:
             if t.parent is None:
                 why = blockers.get(t.nodeid)
                 outcome = "blocked" if t.nodeid in blocked else t.outcome
-                reason = why.blocker if why is not None else t.skip_reason if outcome in FILTERED else None
+                skipped = t.skip_reason.removeprefix("Skipped: ") if t.skip_reason and outcome in FILTERED else None
+                reason = why.blocker if why is not None else skipped
                 check = why.check if why is not None else None
                 found.append(
                     TestOutcome(

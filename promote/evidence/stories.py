@@ -32,6 +32,7 @@ class TestStory:
     severity: Severity
     runs: int  # runs of its package in the window that collected it
     failed: int  # of them red
+    flaky: int  # of them red on a commit it also passed on
     not_run: int  # of them skipped, blocked, xfailed or deselected
     first_seen: str  # when the first of them started
     last_seen: str
@@ -119,7 +120,7 @@ class StoryReport:
     def to_json(self) -> dict[str, object]:
         return {
             "window": self.window,
-            "runs": self.runs,
+            "runs_read": self.runs,
             "tests": [s.to_json() for s in self.stories],
             "dropped": [d.to_json() for d in self.drops],
             "gates": [g.to_json() for g in self.long_failing],
@@ -138,10 +139,12 @@ def _base(key: Key, seen: list[tuple[WindowRun, TestOutcome]], kind: StoryKind, 
     for r, t in seen:
         by_commit.setdefault(r.commit or "", []).append(t.outcome)
     pairs = sum(len(o) - 1 for o in by_commit.values())
+    both = [o for c, o in by_commit.items() if c and {is_red(x) for x in o if x not in NOT_RUN} == {True, False}]
     flips = sum(_flips(o) for o in by_commit.values())
     failed = sum(1 for o in outcomes if is_red(o))
     return TestStory(
         package=key[0], test=key[1], kind=kind, severity=severity, runs=len(seen), failed=failed,
+        flaky=sum(1 for o in both for x in o if is_red(x)),
         not_run=sum(1 for o in outcomes if o in NOT_RUN), first_seen=seen[0][0].started, last_seen=seen[-1][0].started,
         commits=commits, flip_rate=round(flips / pairs, 3) if pairs else 0.0,
         failure_rate=round(failed / len(seen), 3),

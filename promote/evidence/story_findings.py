@@ -94,7 +94,7 @@ def gate_line(gate: GateStreak) -> str:
 
 def flipped_line(delta: Delta) -> str:
     """A test that passed (or failed) again on the same commit: said as flaky, never as fixed or newly failing."""
-    again = "passed again" if delta.after == "passed" else f"{delta.after} again"
+    again = "passed again" if delta.after == "passed" else f"{delta.after} on a commit it passed on"
     if delta.failed_of is None:
         return f"{again} on the same commit: flaky"
     return f"{again}, flaky: {delta.failed_of[0]} of {delta.failed_of[1]}"

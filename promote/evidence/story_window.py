@@ -174,3 +174,28 @@ def run_counts(history: History, limit: int) -> list[RunCounts]:
         ):
             counts[run_id].setdefault(package, {})[outcome] = n
     return [RunCounts(r[0], r[1], bool(r[2]), counts[r[0]]) for r in rows]
+
+
+@dataclass(frozen=True)
+class Outing:
+    """One test in one run: the timeline `promote history --test ID` shows."""
+
+    run: WindowRun
+    test: TestOutcome
+
+
+def timeline(history: History, nodeid: str) -> list[Outing]:
+    """Every stored run (oldest first) that ran `nodeid`, in any package, with its outcome there."""
+    runs = history.read("SELECT stations FROM runs WHERE kind != ?", (SWITCH_KIND,))
+    packages = sorted({p for (stations,) in runs for p in json.loads(stations)})
+    if not packages:
+        return []
+    # The packages named first, so that each run's row is found on the primary key (run, package, test).
+    rows = history.read(
+        "SELECT r.id, r.started, r.commit_sha, r.kind, r.gates, t.package, t.nodeid, t.outcome, t.duration_s,"
+        " t.station, t.reason, t.blocker, t.verdict FROM runs AS r JOIN tests AS t ON t.run_id = r.id"
+        f" AND t.package IN ({', '.join('?' * len(packages))}) AND t.nodeid = ?"
+        " WHERE r.interrupted = 0 AND r.kind != ? ORDER BY r.started, r.id",
+        (*packages, nodeid, SWITCH_KIND),
+    )
+    return [Outing(WindowRun(r[0], r[1], r[2], r[3], json.loads(r[4]), {}), TestOutcome(*r[5:])) for r in rows]

@@ -23,13 +23,14 @@ from promote.cli.terminal import (
     MERGE_TONES,
     MIRROR_TONES,
     SEVERITY_TONES,
+    STORY_TONES,
     STYLES,
     Tone,
     mark,
     plain,
     shown,
 )
-from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, Severity, Status
+from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, Severity, Status, StoryKind
 from tests.helpers.ciclone import team_repository
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import commit, git, make_fleet
@@ -125,6 +126,7 @@ def test_every_value_of_each_vocabulary_has_a_tone_and_every_tone_a_style() -> N
         (dict(CHECK_TONES), CheckVerdict),
         (dict(MERGE_TONES), MergeVerdict),
         (dict(MIRROR_TONES), MirrorState),
+        (dict(STORY_TONES), StoryKind),
     ]
     for tones, vocabulary in tables:
         assert sorted(tones) == sorted(get_args(vocabulary)), vocabulary
