@@ -171,26 +171,28 @@ class History:
         """
         run = _redacted(run)
         with self._tx() as db:
-            for table, key in (("tests", "run_id"), ("findings", "run_id"), ("runs", "id")):
-                db.execute(f"DELETE FROM {table} WHERE {key} = ?", (run.run_id,))
+            _delete(db, "SELECT seq FROM runs WHERE id = ?", (run.run_id,))
+            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM runs").fetchone()[0]
             db.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.run_id, run.kind, run.started, run.finished, run.commit, run.command,
-                    json.dumps(run.mirrors), json.dumps(run.stations), json.dumps(run.gates), int(run.interrupted),
+                    json.dumps(run.mirrors), json.dumps(run.stations), json.dumps(run.gates), int(run.interrupted), seq,
                 ),
             )  # fmt: skip
+            ids = _test_ids(db, run.tests)
             db.executemany(
-                "INSERT INTO tests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(run.run_id, t.package, t.nodeid, t.outcome, t.duration_s, t.station, t.reason, t.blocker,
-                  t.verdict) for t in run.tests],
+                "INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(seq, ids[(t.package, t.nodeid)], pos, t.outcome, round(t.duration_s * 1e6),
+                  None if t.station == run.stations.get(t.package) else t.station, t.reason, t.blocker, t.verdict)
+                 for pos, t in enumerate(run.tests)],
             )  # fmt: skip
             db.executemany(
                 "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?)",
                 [(run.run_id, f.check, f.severity, f.subject, f.message, f.cause) for f in run.findings],
             )
             if keep is not None:
-                _prune(db, keep)
+                _delete(db, "SELECT seq FROM runs ORDER BY started DESC, id DESC LIMIT -1 OFFSET ?", (keep,))
 
     def read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of one query (for the readers of the history beside this module: stories, counts)."""
@@ -212,11 +214,16 @@ class History:
         if row is None:
             known = ", ".join(self.run_ids(5)) or "none yet"
             raise HistoryError(f"no run {run_id!r} in {self.path} (recent: {known})")
-        tests = self._db.execute(
-            "SELECT package, nodeid, outcome, duration_s, station, reason, blocker, verdict FROM tests"
-            " WHERE run_id = ? ORDER BY rowid",
-            (run_id,),
-        ).fetchall()
+        stations = json.loads(row[7])
+        tests = [
+            TestOutcome(package, nodeid, outcome, us / 1e6, stations.get(package, "") if station is None else station,
+                        reason, blocker, verdict)
+            for package, nodeid, outcome, us, station, reason, blocker, verdict in self._db.execute(
+                "SELECT i.package, i.nodeid, o.outcome, o.duration_us, o.station, o.reason, o.blocker, o.verdict"
+                " FROM outcomes AS o JOIN test_ids AS i ON i.id = o.test WHERE o.run = ? ORDER BY o.pos",
+                (row[10],),
+            )
+        ]  # fmt: skip
         findings = self._db.execute(
             "SELECT check_name, severity, subject, message, cause FROM findings WHERE run_id = ? ORDER BY rowid",
             (run_id,),
@@ -229,9 +236,9 @@ class History:
             commit=row[4],
             command=row[5],
             mirrors=json.loads(row[6]),
-            stations=json.loads(row[7]),
+            stations=stations,
             gates=json.loads(row[8]),
-            tests=tuple(TestOutcome(*t) for t in tests),
+            tests=tuple(tests),
             findings=tuple(Finding(*f) for f in findings),
             interrupted=bool(row[9]),
         )
@@ -251,16 +258,28 @@ class History:
         # matched made `promote history` quadratic in the size of the history.
         row = self._db.execute(
             "SELECT r.id FROM runs AS r WHERE (r.started, r.id) < (?, ?) AND r.interrupted = 0 AND r.kind != ?"
-            " AND (SELECT COUNT(DISTINCT t.package) FROM tests AS t WHERE t.run_id = r.id"
-            f" AND t.package IN ({', '.join('?' * len(packages))})) = ?"
+            " AND (SELECT COUNT(DISTINCT i.package) FROM outcomes AS o JOIN test_ids AS i ON i.id = o.test"
+            f" WHERE o.run = r.seq AND i.package IN ({', '.join('?' * len(packages))})) = ?"
             " ORDER BY r.started DESC, r.id DESC LIMIT 1",
             (run.started, run.run_id, SWITCH_KIND, *packages, len(packages)),
         ).fetchone()
         return None if row is None else self.get(str(row[0]))
 
 
-def _prune(db: sqlite3.Connection, keep: int) -> None:
-    """Delete every run older than the newest `keep`, with its tests and findings (inside the caller's transaction)."""
-    old = "SELECT id FROM runs ORDER BY started DESC, id DESC LIMIT -1 OFFSET ?"
-    for table, key in (("tests", "run_id"), ("findings", "run_id"), ("runs", "id")):
-        db.execute(f"DELETE FROM {table} WHERE {key} IN ({old})", (keep,))
+def _delete(db: sqlite3.Connection, runs: str, params: tuple[object, ...]) -> None:
+    """Delete the runs whose `seq` the query `runs` selects, with their tests and findings (inside a transaction)."""
+    db.execute(f"DELETE FROM outcomes WHERE run IN ({runs})", params)
+    db.execute(f"DELETE FROM findings WHERE run_id IN (SELECT id FROM runs WHERE seq IN ({runs}))", params)
+    db.execute(f"DELETE FROM runs WHERE seq IN ({runs})", params)
+
+
+def _test_ids(db: sqlite3.Connection, tests: tuple[TestOutcome, ...]) -> dict[tuple[str, str], int]:
+    """The number of each (package, test id) of `tests`, numbering the ones never seen before."""
+    db.executemany(
+        "INSERT OR IGNORE INTO test_ids (package, nodeid) VALUES (?, ?)", [(t.package, t.nodeid) for t in tests]
+    )
+    ids: dict[tuple[str, str], int] = {}
+    for package in {t.package for t in tests}:
+        for id_, nodeid in db.execute("SELECT id, nodeid FROM test_ids WHERE package = ?", (package,)):
+            ids[(package, nodeid)] = id_
+    return ids

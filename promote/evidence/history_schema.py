@@ -51,13 +51,40 @@ MIGRATIONS = (
     """
     ALTER TABLE runs ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
     """,
-    # What a test's story needs beyond its outcome: why it did not run (a skip's reason, the requirements it
-    # lacked), the check that blocked it (impossible-requirement: no station has what it needs), and what its
-    # reruns showed. NULL for the runs stored before.
+    # A year of nightly runs of a 10,000-test suite is millions of rows: each test's package and id are kept once
+    # (`test_ids`), a run is its number (`runs.seq`, never reused), and a row keeps its station only when it is
+    # not its package's in `runs.stations`, its duration in whole microseconds. A row also keeps what a test's
+    # story needs beyond its outcome: why it did not run (a skip's reason, the requirements it lacked), the check
+    # that blocked it (impossible-requirement: no station has what it needs), and what its reruns showed.
     """
-    ALTER TABLE tests ADD COLUMN reason TEXT;
-    ALTER TABLE tests ADD COLUMN blocker TEXT;
-    ALTER TABLE tests ADD COLUMN verdict TEXT;
+    ALTER TABLE runs ADD COLUMN seq INTEGER;
+    UPDATE runs SET seq = rowid;
+    CREATE UNIQUE INDEX runs_seq ON runs(seq);
+    CREATE TABLE test_ids (
+        id INTEGER PRIMARY KEY,
+        package TEXT NOT NULL,
+        nodeid TEXT NOT NULL,
+        UNIQUE (package, nodeid)
+    );
+    INSERT INTO test_ids (package, nodeid) SELECT DISTINCT package, nodeid FROM tests;
+    CREATE TABLE outcomes (
+        run INTEGER NOT NULL,
+        test INTEGER NOT NULL,
+        pos INTEGER NOT NULL,
+        outcome TEXT NOT NULL,
+        duration_us INTEGER NOT NULL,
+        station TEXT,
+        reason TEXT,
+        blocker TEXT,
+        verdict TEXT,
+        PRIMARY KEY (run, test)
+    ) WITHOUT ROWID;
+    INSERT INTO outcomes
+        SELECT r.seq, i.id, t.rowid, t.outcome, CAST(ROUND(t.duration_s * 1000000) AS INTEGER), t.station,
+               NULL, NULL, NULL
+        FROM tests AS t JOIN runs AS r ON r.id = t.run_id JOIN test_ids AS i ON i.package = t.package
+             AND i.nodeid = t.nodeid;
+    DROP TABLE tests;
     """,
 )
 

@@ -23,6 +23,7 @@ class WindowRun:
     kind: str
     gates: dict[str, str]
     collected: dict[str, int]  # package -> tests collected (every outcome)
+    seq: int = 0  # its number in the database (0: not stored yet)
 
 
 @dataclass(frozen=True)
@@ -47,18 +48,19 @@ class Window:
 
 def _runs(history: History, limit: int, pending: StoredRun | None) -> list[WindowRun]:
     rows = history.read(
-        "SELECT id, started, commit_sha, kind, gates FROM runs WHERE interrupted = 0 AND kind != ?"
+        "SELECT id, started, commit_sha, kind, gates, seq FROM runs WHERE interrupted = 0 AND kind != ?"
         " AND id != ? ORDER BY started DESC, id DESC LIMIT ?",
         (SWITCH_KIND, pending.run_id if pending else "", limit - (pending is not None)),
     )
-    runs = [WindowRun(r[0], r[1], r[2], r[3], json.loads(r[4]), {}) for r in reversed(rows)]
+    runs = [WindowRun(r[0], r[1], r[2], r[3], json.loads(r[4]), {}, r[5]) for r in reversed(rows)]
     if runs:
-        counted: dict[str, dict[str, int]] = {r.run_id: r.collected for r in runs}
-        for run_id, package, n in history.read(
-            f"SELECT run_id, package, COUNT(*) FROM tests WHERE run_id IN ({_marks(runs)}) GROUP BY run_id, package",
-            tuple(r.run_id for r in runs),
+        counted: dict[int, dict[str, int]] = {r.seq: r.collected for r in runs}
+        for seq, package, n in history.read(
+            "SELECT o.run, i.package, COUNT(*) FROM outcomes AS o JOIN test_ids AS i ON i.id = o.test"
+            f" WHERE o.run IN ({_marks(runs)}) GROUP BY o.run, i.package",
+            tuple(r.seq for r in runs),
         ):
-            counted[run_id][package] = n
+            counted[seq][package] = n
     if pending is not None:
         collected: dict[str, int] = {}
         for t in pending.tests:
@@ -75,25 +77,31 @@ def _not_passing(
     history: History, runs: list[WindowRun], pending: StoredRun | None
 ) -> dict[Key, dict[str, TestOutcome]]:
     """Every outcome, in every run, of each test that did not pass in at least one of them."""
-    stored = [r for r in runs if pending is None or r.run_id != pending.run_id]
-    keys = {(t.package, t.nodeid) for t in (pending.tests if pending else ()) if t.outcome != "passed"}
-    ids = tuple(r.run_id for r in stored)
+    stored = [r for r in runs if r.seq]
+    news = [(t.package, t.nodeid) for t in (pending.tests if pending else ()) if t.outcome != "passed"]
+    out: dict[Key, dict[str, TestOutcome]] = {key: {} for key in news}
     if stored:
-        sql = f"SELECT DISTINCT package, nodeid FROM tests WHERE run_id IN ({_marks(stored)}) AND outcome != 'passed'"
-        keys |= {(r[0], r[1]) for r in history.read(sql, ids)}
-    out: dict[Key, dict[str, TestOutcome]] = {key: {} for key in keys}
-    if stored and keys:
-        # A temporary table of the keys, then one lookup per (run, key) on the primary key.
-        history.read("CREATE TEMP TABLE IF NOT EXISTS story_keys (package TEXT, nodeid TEXT)")
+        seqs, marks = tuple(r.seq for r in stored), _marks(stored)
+        # The tests with a story to tell, by number, then one lookup per (run, test) on the primary key.
+        history.read("CREATE TEMP TABLE IF NOT EXISTS story_keys (id INTEGER PRIMARY KEY)")
         history.read("DELETE FROM story_keys")
-        history.many("INSERT INTO story_keys VALUES (?, ?)", sorted(keys))
+        history.read(
+            "INSERT OR IGNORE INTO story_keys"
+            f" SELECT DISTINCT test FROM outcomes WHERE run IN ({marks}) AND outcome != 'passed'",
+            seqs,
+        )
+        history.many(
+            "INSERT OR IGNORE INTO story_keys SELECT id FROM test_ids WHERE package = ? AND nodeid = ?", list(news)
+        )
+        by_seq = {r.seq: r.run_id for r in stored}
         for row in history.read(
-            "SELECT t.run_id, t.package, t.nodeid, t.outcome, t.duration_s, t.station, t.reason, t.blocker, t.verdict"
-            f" FROM story_keys AS k JOIN tests AS t ON t.package = k.package AND t.nodeid = k.nodeid"
-            f" WHERE t.run_id IN ({_marks(stored)})",
-            ids,
+            "SELECT o.run, i.package, i.nodeid, o.outcome, o.duration_us, o.station, o.reason, o.blocker, o.verdict"
+            " FROM story_keys AS k JOIN test_ids AS i ON i.id = k.id"
+            f" JOIN outcomes AS o ON o.test = k.id AND o.run IN ({marks})",
+            seqs,
         ):
-            out[(row[1], row[2])][row[0]] = TestOutcome(*row[1:])
+            outcome = TestOutcome(row[1], row[2], row[3], row[4] / 1e6, row[5] or "", *row[6:])
+            out.setdefault((row[1], row[2]), {})[by_seq[row[0]]] = outcome
     for t in pending.tests if pending else ():
         if (t.package, t.nodeid) in out:
             out[(t.package, t.nodeid)][pending.run_id if pending else ""] = t
@@ -103,7 +111,10 @@ def _not_passing(
 def _ids(history: History, run: WindowRun, package: str, pending: StoredRun | None) -> set[str]:
     if pending is not None and run.run_id == pending.run_id:
         return {t.nodeid for t in pending.tests if t.package == package}
-    rows = history.read("SELECT nodeid FROM tests WHERE run_id = ? AND package = ?", (run.run_id, package))
+    rows = history.read(
+        "SELECT i.nodeid FROM outcomes AS o JOIN test_ids AS i ON i.id = o.test WHERE o.run = ? AND i.package = ?",
+        (run.seq, package),
+    )
     return {r[0] for r in rows}
 
 
@@ -134,7 +145,8 @@ def tally(history: History, now: StoredRun) -> Callable[[str, str], tuple[int, i
 
     def count(package: str, nodeid: str) -> tuple[int, int]:
         rows = history.read(
-            "SELECT t.outcome FROM runs AS r JOIN tests AS t ON t.run_id = r.id AND t.package = ? AND t.nodeid = ?"
+            "SELECT o.outcome FROM runs AS r JOIN outcomes AS o ON o.run = r.seq"
+            " AND o.test = (SELECT id FROM test_ids WHERE package = ? AND nodeid = ?)"
             " WHERE r.commit_sha = ? AND r.interrupted = 0 AND r.kind != ? AND (r.started, r.id) < (?, ?)",
             (package, nodeid, now.commit, SWITCH_KIND, now.started, now.run_id),
         )
@@ -163,17 +175,18 @@ class RunCounts:
 
 def run_counts(history: History, limit: int) -> list[RunCounts]:
     """The newest `limit` runs (newest first), each counted in SQL: one grouped query, not a row per test."""
-    rows = history.read("SELECT id, started, interrupted FROM runs ORDER BY started DESC, id DESC LIMIT ?", (limit,))
-    counts: dict[str, dict[str, dict[str, int]]] = {r[0]: {} for r in rows}
+    rows = history.read(
+        "SELECT id, started, interrupted, seq FROM runs ORDER BY started DESC, id DESC LIMIT ?", (limit,)
+    )
+    counts: dict[int, dict[str, dict[str, int]]] = {r[3]: {} for r in rows}
     if rows:
-        marks = ", ".join("?" * len(rows))
-        for run_id, package, outcome, n in history.read(
-            f"SELECT run_id, package, outcome, COUNT(*) FROM tests WHERE run_id IN ({marks})"
-            " GROUP BY run_id, package, outcome",
+        for seq, package, outcome, n in history.read(
+            "SELECT o.run, i.package, o.outcome, COUNT(*) FROM outcomes AS o JOIN test_ids AS i ON i.id = o.test"
+            f" WHERE o.run IN ({', '.join('?' * len(rows))}) GROUP BY o.run, i.package, o.outcome",
             tuple(counts),
         ):
-            counts[run_id].setdefault(package, {})[outcome] = n
-    return [RunCounts(r[0], r[1], bool(r[2]), counts[r[0]]) for r in rows]
+            counts[seq].setdefault(package, {})[outcome] = n
+    return [RunCounts(r[0], r[1], bool(r[2]), counts[r[3]]) for r in rows]
 
 
 @dataclass(frozen=True)
@@ -186,16 +199,20 @@ class Outing:
 
 def timeline(history: History, nodeid: str) -> list[Outing]:
     """Every stored run (oldest first) that ran `nodeid`, in any package, with its outcome there."""
-    runs = history.read("SELECT stations FROM runs WHERE kind != ?", (SWITCH_KIND,))
-    packages = sorted({p for (stations,) in runs for p in json.loads(stations)})
-    if not packages:
+    ids = {r[0]: r[1] for r in history.read("SELECT id, package FROM test_ids WHERE nodeid = ?", (nodeid,))}
+    if not ids:
         return []
-    # The packages named first, so that each run's row is found on the primary key (run, package, test).
     rows = history.read(
-        "SELECT r.id, r.started, r.commit_sha, r.kind, r.gates, t.package, t.nodeid, t.outcome, t.duration_s,"
-        " t.station, t.reason, t.blocker, t.verdict FROM runs AS r JOIN tests AS t ON t.run_id = r.id"
-        f" AND t.package IN ({', '.join('?' * len(packages))}) AND t.nodeid = ?"
+        "SELECT r.id, r.started, r.commit_sha, r.kind, r.gates, r.stations, o.test, o.outcome, o.duration_us,"
+        " o.station, o.reason, o.blocker, o.verdict FROM runs AS r JOIN outcomes AS o ON o.run = r.seq"
+        f" AND o.test IN ({', '.join('?' * len(ids))})"
         " WHERE r.interrupted = 0 AND r.kind != ? ORDER BY r.started, r.id",
-        (*packages, nodeid, SWITCH_KIND),
+        (*ids, SWITCH_KIND),
     )
-    return [Outing(WindowRun(r[0], r[1], r[2], r[3], json.loads(r[4]), {}), TestOutcome(*r[5:])) for r in rows]
+    out = []
+    for r in rows:
+        package = ids[r[6]]
+        station = r[9] if r[9] is not None else json.loads(r[5]).get(package, "")
+        test = TestOutcome(package, nodeid, r[7], r[8] / 1e6, station, r[10], r[11], r[12])
+        out.append(Outing(WindowRun(r[0], r[1], r[2], r[3], json.loads(r[4]), {}), test))
+    return out

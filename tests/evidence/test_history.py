@@ -352,6 +352,7 @@ def test_pruning_keeps_the_newest_runs_in_the_same_transaction(tmp_path: Path) -
     for n in range(6):
         history.record(stored(f"r{n}", f"2026-01-01T00:00:0{n}", "pkg"), keep=4)
     assert history.run_ids() == ["r5", "r4", "r3", "r2"]
-    assert history.read("SELECT COUNT(*) FROM tests")[0][0] == 4
-    assert history.read("SELECT COUNT(*) FROM tests WHERE run_id IN ('r0', 'r1')")[0][0] == 0
+    assert history.read("SELECT COUNT(*) FROM outcomes")[0][0] == 4
+    assert history.read("SELECT COUNT(*) FROM findings")[0][0] == 0
+    assert [r.tests[0].nodeid for r in map(history.get, history.run_ids())] == [f"t.py::r{n}" for n in (5, 4, 3, 2)]
     history.close()
