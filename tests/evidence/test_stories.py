@@ -167,6 +167,7 @@ def test_an_audit_page_has_tests_with_a_story_and_the_chart_counts_them(tmp_path
     test_run(root, "fail")
     (root / "pkg" / "counter.txt").write_text("pass\n")
     code, audit = run_json(root, "audit")
+    today = audit["run"][:4] + "-" + audit["run"][4:6] + "-" + audit["run"][6:8]
     assert code in (1, 3), audit
     assert {f["check"] for f in audit["findings"]} >= {"flaky-history", "never-ran"}
     doc = json.loads(Path(audit["pages"]["json"]).read_text())
@@ -181,6 +182,13 @@ def test_an_audit_page_has_tests_with_a_story_and_the_chart_counts_them(tmp_path
     assert md.index("### Tests with a story") < md.index("### Since the last comparable run")
     html = Path(audit["pages"]["html"]).read_text()
     assert html.count('class="swatch"') == 5 and "never ran</text>" in html
+
+    # The Tested gate fails night after night (a test needs a checkpoint no station has): the third says so.
+    assert audit["gates"]["tested"]["status"] == "fail"
+    for nights in (2, 3):
+        _, audit = run_json(root, "audit")
+        told = [line for line in audit["gates"]["tested"]["evidence"] if "audits, since" in line]
+        assert told == ([] if nights < 3 else [f"gate tested failed in each of the last 3 audits, since {today}"])
 
 
 @pytest.mark.parametrize("damage", ["garbage", "locked"])
