@@ -336,17 +336,12 @@ class Parser(TableReader):
 
     def history(self, raw: object) -> HistoryConfig:
         where = f"{self.prefix}.history"
-        tbl = self.table(raw, where, {"window", "never_ran_after", "drop_tolerance", "keep", "source"})
-        window = self.get(tbl, "window", where, _is_runs, "an integer from 2 to 10000", 30)
-        source = self.get(tbl, "source", where, _is_str, '"local" or "docs"', "local")
-        if source not in ("local", "docs"):
-            raise self.fail(f"{where}.source", '"local" or "docs"', source)
+        tbl = self.table(raw, where, {"window", "never_ran_after", "drop_tolerance", "keep"})
         return HistoryConfig(
-            window=window,
+            window=self.get(tbl, "window", where, _is_runs, "an integer from 2 to 10000", 30),
             never_ran_after=self.get(tbl, "never_ran_after", where, _is_runs, "an integer from 2 to 10000", 14),
             drop_tolerance=float(self.get(tbl, "drop_tolerance", where, _is_fraction, "a fraction from 0 to 1", 0.01)),
             keep=self.get(tbl, "keep", where, _is_runs, "an integer from 2 to 10000", 400),
-            source=source,
         )
 
     def requirements(self, raw: object) -> RequirementsConfig:

@@ -7,7 +7,6 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from promote.core.policies import REPORT
 from promote.core.station import Station
@@ -104,10 +103,6 @@ class DocsConfig:
     page: str = "docs/evidence/{date}-{commit}.md"
 
 
-# Where a test's story is read: this clone's history database, or the evidence pages published in the docs repository.
-HistorySource = Literal["local", "docs"]
-
-
 @dataclass(frozen=True)
 class HistoryConfig:
     """What nightly runs remember: how far back a test's story is read, and when a quiet test or a fall is told."""
@@ -116,7 +111,6 @@ class HistoryConfig:
     never_ran_after: int = 14  # runs a test may go without running before it is `never-ran`
     drop_tolerance: float = 0.01  # a larger fall in a package's collected test count is `tests-dropped`
     keep: int = 400  # runs kept; older ones are pruned, all in one transaction
-    source: HistorySource = "local"  # where stories are read from: this clone's database, or the published pages
 
 
 @dataclass(frozen=True)
