@@ -226,3 +226,21 @@ db.execute("BEGIN EXCLUSIVE")
 print("locked", flush=True)
 sys.stdin.read()
 """
+
+
+def test_past_ten_stories_markdown_counts_the_rest_and_html_folds_them() -> None:
+    from promote.evidence import render as render_pages
+    from tests.helpers.evidence import document
+
+    story = {"package": "pkg", "kind": "never-ran", "severity": "warning", "line": "skipped in all 14 runs since x"}
+    tests = [{**story, "test": f"t.py::test_{n:02d}"} for n in range(12)]
+    doc = {**document(), "stories": {"window": 30, "runs_read": 30, "tests": tests, "dropped": [], "gates": []}}
+    md = render_pages.markdown(doc)
+    section = md.split("### Tests with a story", 1)[1].split("###", 1)[0]
+    assert (
+        section.count("**never-ran**") == 10 and "- and 2 more (every one in evidence.json, under `stories`)" in section
+    )
+    html = render_pages.html(doc)
+    assert html.count("<strong>never-ran</strong>") == 12 and "<details><summary>2 more</summary>" in html
+    assert html.index("t.py::<wbr>test_09") < html.index("<details><summary>2 more") < html.index("t.py::<wbr>test_10")
+    assert "Tests with a story" not in render_pages.markdown({**doc, "stories": None})
