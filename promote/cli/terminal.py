@@ -90,13 +90,8 @@ MIRROR_TONES: dict[MirrorState, Tone] = {
     "missing": "bad",
     "unreachable": "caution",
 }
-# A test's story in `promote history --tests`: what is gone or red for a while is worse than what flips.
-STORY_TONES: dict[StoryKind, Tone] = {
-    "flaky-history": "caution",
-    "never-ran": "caution",
-    "red-streak": "bad",
-    "tests-dropped": "alarm",
-}
+# A test's story in `promote history --tests`: red for a while is worse than flipping or never running.
+STORY_TONES: dict[StoryKind, Tone] = {"flaky-history": "caution", "never-ran": "caution", "red-streak": "bad"}
 
 # A mark opens and closes with a NUL and a key drawn afresh by each process (os.urandom is what
 # secrets.token_hex reads, without importing `secrets` into every command's start-up). Untrusted text cannot

@@ -145,7 +145,7 @@ def parity_holds(verdict: ParityVerdict) -> bool:
 
 
 # --- A test's story over the nights (promote.evidence.stories).
-StoryKind = Literal["flaky-history", "never-ran", "red-streak", "tests-dropped"]
+StoryKind = Literal["flaky-history", "never-ran", "red-streak"]  # a package that lost tests is a `Drop`, not a story
 
 # --- Publishing the evidence page, and a finding's severity.
 PublishStatus = Literal["committed", "unchanged", "refused", "unverified"]

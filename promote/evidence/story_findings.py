@@ -7,7 +7,7 @@ from dataclasses import replace
 from promote.config import Config
 from promote.core.findings import Finding
 from promote.core.git import run_git
-from promote.core.vocab import FAIL, worst
+from promote.core.vocab import FAIL, assert_never, worst
 from promote.evidence import stories, story_window
 from promote.evidence.deltas import Delta
 from promote.evidence.gates import Gate
@@ -68,7 +68,7 @@ def line(story: TestStory) -> str:
         return f"{said}: {story.reason}" if story.reason else said
     if story.kind == "red-streak":
         return f"red for {story.streak} runs since {_day(story.since)}"
-    return f"{story.kind}: {story.runs} runs"
+    assert_never(story.kind)
 
 
 def drop_line(drop: Drop) -> str:
