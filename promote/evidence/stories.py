@@ -139,12 +139,12 @@ def _base(key: Key, seen: list[tuple[WindowRun, TestOutcome]], kind: StoryKind, 
     for r, t in seen:
         by_commit.setdefault(r.commit or "", []).append(t.outcome)
     pairs = sum(len(o) - 1 for o in by_commit.values())
-    both = [o for c, o in by_commit.items() if c and {is_red(x) for x in o if x not in NOT_RUN} == {True, False}]
+    both = set(_flaky_commits(seen))
     flips = sum(_flips(o) for o in by_commit.values())
     failed = sum(1 for o in outcomes if is_red(o))
     return TestStory(
         package=key[0], test=key[1], kind=kind, severity=severity, runs=len(seen), failed=failed,
-        flaky=sum(1 for o in both for x in o if is_red(x)),
+        flaky=sum(1 for r, t in seen if r.commit in both and is_red(t.outcome)),
         not_run=sum(1 for o in outcomes if o in NOT_RUN), first_seen=seen[0][0].started, last_seen=seen[-1][0].started,
         commits=commits, flip_rate=round(flips / pairs, 3) if pairs else 0.0,
         failure_rate=round(failed / len(seen), 3),
@@ -178,12 +178,18 @@ def _never_ran(
     return _with(story, streak=n, since=streak[0][0].started, outcome=outcome, reason=latest.reason)
 
 
+def _flaky_commits(seen: list[tuple[WindowRun, TestOutcome]]) -> list[str]:
+    """The commits (oldest first) the test both passed and failed on."""
+    reds: dict[str, set[bool]] = {}
+    for r, t in seen:
+        if r.commit and t.outcome not in NOT_RUN:
+            reds.setdefault(r.commit, set()).add(is_red(t.outcome))
+    return [c for c, seen_red in reds.items() if seen_red == {True, False}]
+
+
 def _flaky(key: Key, seen: list[tuple[WindowRun, TestOutcome]], runs: list[WindowRun]) -> TestStory | None:
     """Passed and failed on one commit: the latest such commit, with its counts."""
-    flaky_on = [
-        c for c in dict.fromkeys(r.commit for r, _ in seen if r.commit)
-        if {is_red(t.outcome) for r, t in seen if r.commit == c and t.outcome not in NOT_RUN} == {True, False}
-    ]  # fmt: skip
+    flaky_on = _flaky_commits(seen)
     if not flaky_on:
         return None
     commit = flaky_on[-1]
