@@ -8,7 +8,7 @@ from typing import Any
 from promote.cli.terminal import SEVERITY_TONES, STORY_TONES, mark
 from promote.config import Config
 from promote.core import state
-from promote.evidence import story_findings, story_window
+from promote.evidence import docs_history, story_findings, story_window
 from promote.evidence.history import History
 from promote.evidence.stories import TestStory
 
@@ -29,10 +29,11 @@ def story_line(s: TestStory) -> str:
     )
 
 
-def show_stories(config: Config) -> tuple[dict[str, Any], str]:
-    """(JSON data, text) for `promote history --tests`."""
-    with closing(History(state.state_dir(config.root))) as history:
-        report = story_findings.read(config, history)
+def show_stories(config: Config, *, from_docs: bool = False) -> tuple[dict[str, Any], str]:
+    """(JSON data, text) for `promote history --tests`: from this clone's history, or from the published pages."""
+    opened = docs_history.cache(config) if from_docs else History(state.state_dir(config.root))
+    with closing(opened) as history:
+        report = story_findings.read(config, history, shared=from_docs)
     data = story_findings.section(report) or {}
     head = f"stories over the last {report.runs} runs (window {report.window})"
     lines = [story_line(s) for s in report.stories]

@@ -13,7 +13,7 @@ from promote.accel.store import record as record_accel
 from promote.accel.verify import AccelReport, run_accelerations
 from promote.checks.ci import CIOutcome, survey_ci
 from promote.checks.ci import outcome as ci_outcome
-from promote.checks.docs import audit_docs, index_path
+from promote.checks.docs import audit_docs, index_path, json_beside
 from promote.config import Config, DocsConfig
 from promote.config.workspace import Workspace, resolve_candidate
 from promote.core import state
@@ -21,7 +21,7 @@ from promote.core.errors import ConfigError
 from promote.core.findings import Finding
 from promote.core.git import Repo
 from promote.core.outcome import CheckOutcome, Status
-from promote.evidence import accel_section, gates, index_page, intoto, story_findings, story_window
+from promote.evidence import accel_section, docs_history, gates, index_page, intoto, story_findings, story_window
 from promote.evidence import deltas as deltas_mod
 from promote.evidence import pages as evidence
 from promote.evidence.history import History, StoredRun
@@ -212,9 +212,12 @@ def statements_of(ws: Workspace, seen: Observed) -> dict[str, dict[str, Any]]:
     }
 
 
-def publish_files(docs: DocsConfig, rel: str, page: str) -> dict[str, str]:
-    """The page, and the index of every evidence page rebuilt with it (unless a person's page holds its path)."""
+def publish_files(docs: DocsConfig, rel: str, page: str, data: str | None = None) -> dict[str, str]:
+    """The page, its evidence JSON `data` beside it (the shared history's record: docs_history), and the index of
+    every evidence page rebuilt with them (unless a person's page holds its path)."""
     files, index, repo = {rel: page}, index_path(docs.page), Repo(docs.repo)
+    if data is not None:
+        files[json_beside(rel)] = data
     if index != rel and not index_page.theirs(repo, index):
         entries = [e for e in index_page.published(repo, posixpath.dirname(index)) if e.path != rel]
         new = index_page.entry(rel, page)
@@ -244,6 +247,7 @@ def audit(
         last_merge=None if merge is None else merge.headline,
         history=evidence.history_points(done.recent, done.stories.marks if done.stories else ()),
         stories=story_findings.section(done.stories),
+        shared=docs_history.outcomes(done.stored),
         provenance={"command": command, "started": seen.started, "finished": done.stored.finished},
         sections=[] if seen.accel is None else [accel_section.section(cfg, seen.accel)],
         root=ws.repo.root,
@@ -255,6 +259,6 @@ def audit(
     published = None
     if cfg.docs is not None and seen.page is not None:
         message = f"promote: evidence for {seen.check.candidate[:7]} ({doc['verdict']}), run {seen.run_id}"
-        docs, rel, md = cfg.docs, seen.page, pages.md.read_text(encoding="utf-8")
-        published = publish_page(docs.repo, lambda: publish_files(docs, rel, md), message, push=push)
+        docs, rel, md, data = cfg.docs, seen.page, pages.md.read_text(encoding="utf-8"), pages.json.read_text("utf-8")
+        published = publish_page(docs.repo, lambda: publish_files(docs, rel, md, data), message, push=push)
     return AuditResult(seen.run_id, doc["verdict"], done.gates, tuple(done.findings), pages, published)

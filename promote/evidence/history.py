@@ -88,8 +88,8 @@ def _redacted(run: StoredRun) -> StoredRun:
 class History:
     """The history database of one repository (`.promote/history.sqlite`)."""
 
-    def __init__(self, state_dir: Path) -> None:
-        self.path = state_dir / DB_NAME
+    def __init__(self, state_dir: Path, *, name: str = DB_NAME) -> None:
+        self.path = state_dir / name
         try:
             self._db = self._open()
         except sqlite3.DatabaseError as e:

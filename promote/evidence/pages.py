@@ -174,6 +174,7 @@ def document(
     sections: list[dict[str, Any]] | None = None,
     root: Path | None = None,
     stories: dict[str, object] | None = None,
+    shared: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The evidence document: everything the pages show, as plain JSON.
 
@@ -210,6 +211,8 @@ def document(
         "history": history,
         # Each test's story over the window (promote.evidence.story_findings.section); None: no history was read.
         "stories": stories,
+        # The run as the shared history keeps it (docs_history): each package's count, the tests that did not pass.
+        "outcomes": shared,
         "sections": list(sections or []),
         "provenance": {"tool": "promote", "version": __version__, **provenance},
     }

@@ -17,12 +17,14 @@ from promote.evidence.stories import Drop, GateStreak, StoryReport, TestStory
 SHOWN_MODULES = 3  # modules a drop names before counting the rest
 
 
-def read(config: Config, history: History, pending: StoredRun | None = None) -> StoryReport:
-    """Every story of the configured window, `pending` (a run not stored yet) counted as the newest run."""
+def read(config: Config, history: History, pending: StoredRun | None = None, *, shared: bool = False) -> StoryReport:
+    """Every story of the configured window, `pending` (a run not stored yet) counted as the newest run.
+
+    `shared`: `history` is the cache of the published pages (docs_history), whose runs list only what did not pass.
+    """
     settings = config.history
-    window = story_window.load(
-        history, runs=max(settings.window, settings.never_ran_after), tolerance=settings.drop_tolerance, pending=pending
-    )
+    runs = max(settings.window, settings.never_ran_after)
+    window = story_window.load(history, runs=runs, tolerance=settings.drop_tolerance, pending=pending, implied=shared)
     report = stories.tell(window, settings)
     drops = tuple(replace(d, removed_by=_removed_by(config, d)) for d in report.drops)
     return replace(report, drops=drops)

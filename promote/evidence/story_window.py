@@ -46,13 +46,17 @@ class Window:
     falls: tuple[Fall, ...] = ()
 
 
-def _runs(history: History, limit: int, pending: StoredRun | None) -> list[WindowRun]:
+def _runs(history: History, limit: int, pending: StoredRun | None, *, implied: bool) -> list[WindowRun]:
     rows = history.read(
-        "SELECT id, started, commit_sha, kind, gates, seq FROM runs WHERE interrupted = 0 AND kind != ?"
+        "SELECT id, started, commit_sha, kind, gates, seq, stations FROM runs WHERE interrupted = 0 AND kind != ?"
         " AND id != ? ORDER BY started DESC, id DESC LIMIT ?",
         (SWITCH_KIND, pending.run_id if pending else "", limit - (pending is not None)),
     )
-    runs = [WindowRun(r[0], r[1], r[2], r[3], json.loads(r[4]), {}, r[5]) for r in reversed(rows)]
+    # Implied: a run keeps only its tests that did not pass; the packages it ran are its stations' keys.
+    runs = [
+        WindowRun(r[0], r[1], r[2], r[3], json.loads(r[4]), dict.fromkeys(json.loads(r[6]), 0) if implied else {}, r[5])
+        for r in reversed(rows)
+    ]
     if runs:
         counted: dict[int, dict[str, int]] = {r.seq: r.collected for r in runs}
         for seq, package, n in history.read(
@@ -108,6 +112,15 @@ def _not_passing(
     return out
 
 
+def _passed_where_unlisted(runs: list[WindowRun], out: dict[Key, dict[str, TestOutcome]]) -> None:
+    """In runs that list only the tests that did not pass (published pages), a test of a package the run ran that
+    it does not list passed there."""
+    for (package, nodeid), by_run in out.items():
+        for r in runs:
+            if package in r.collected and r.run_id not in by_run:
+                by_run[r.run_id] = TestOutcome(package, nodeid, "passed")
+
+
 def _ids(history: History, run: WindowRun, package: str, pending: StoredRun | None) -> set[str]:
     if pending is not None and run.run_id == pending.run_id:
         return {t.nodeid for t in pending.tests if t.package == package}
@@ -132,12 +145,20 @@ def _falls(history: History, runs: list[WindowRun], tolerance: float, pending: S
     return falls
 
 
-def load(history: History, *, runs: int, tolerance: float, pending: StoredRun | None = None) -> Window:
-    """The newest `runs` runs (with `pending`, a run not stored yet, as the newest), read in a few queries."""
-    found = _runs(history, runs, pending)
-    return Window(
-        tuple(found), _not_passing(history, found, pending), tuple(_falls(history, found, tolerance, pending))
-    )
+def load(
+    history: History, *, runs: int, tolerance: float, pending: StoredRun | None = None, implied: bool = False
+) -> Window:
+    """The newest `runs` runs (with `pending`, a run not stored yet, as the newest), read in a few queries.
+
+    `implied`: the runs keep only the tests that did not pass (the shared history's published pages), so a test
+    they do not list passed, and a fall in a count is not read from them (each page tells its own drops).
+    """
+    found = _runs(history, runs, pending, implied=implied)
+    outcomes = _not_passing(history, found, pending)
+    if implied:
+        _passed_where_unlisted(found, outcomes)
+        return Window(tuple(found), outcomes)
+    return Window(tuple(found), outcomes, tuple(_falls(history, found, tolerance, pending)))
 
 
 def tally(history: History, now: StoredRun) -> Callable[[str, str], tuple[int, int]]:

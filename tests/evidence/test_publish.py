@@ -48,13 +48,15 @@ def test_publish_commits_the_page_and_says_which_commit(tmp_path: Path) -> None:
     result = run(fleet.work, "audit", "--publish")
     head = git(docs, "rev-parse", "HEAD")
     assert (
-        f"published: committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]})" in result.stdout
+        f"published: committed docs/evidence/latest.md, docs/evidence/latest.json, docs/evidence/index.md in {docs} ({head[:7]})"
+        in result.stdout
     ), result.output
     assert git(docs, "log", "-1", "--format=%s").startswith("promote: evidence for ")
     assert git(docs, "show", "HEAD:docs/evidence/latest.md").startswith("---\npromote_evidence: page\n")
     # One commit holds the page and the index that lists it.
     assert git(docs, "show", "--name-only", "--format=", "HEAD").split() == [
         "docs/evidence/index.md",
+        "docs/evidence/latest.json",
         "docs/evidence/latest.md",
     ]
     assert "](latest.md)" in git(docs, "show", "HEAD:docs/evidence/index.md")
@@ -195,10 +197,12 @@ def test_a_refusing_pre_commit_hook_leaves_the_docs_repository_as_it_was(tmp_pat
     assert again.exit_code == {4: 0}.get(code, code), again.output
     head = git(docs, "rev-parse", "HEAD")
     assert (
-        f"published: committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]})" in again.stdout
+        f"published: committed docs/evidence/latest.md, docs/evidence/latest.json, docs/evidence/index.md in {docs} ({head[:7]})"
+        in again.stdout
     )
     assert git(docs, "show", "--name-only", "--format=", "HEAD").split() == [
         "docs/evidence/index.md",
+        "docs/evidence/latest.json",
         "docs/evidence/latest.md",
     ]
     assert git(docs, "status", "--porcelain") == "A  notes.md"
@@ -251,7 +255,7 @@ def test_a_refused_push_after_the_commit_is_not_a_pass(tmp_path: Path) -> None:
     assert result.exit_code == 4, result.output
     head = git(docs, "rev-parse", "HEAD")
     assert (
-        f"committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]}); push to origin refused: "
+        f"committed docs/evidence/latest.md, docs/evidence/latest.json, docs/evidence/index.md in {docs} ({head[:7]}); push to origin refused: "
         in (result.stdout)
     )
     assert "docs are frozen for the release" in result.stderr
@@ -280,10 +284,12 @@ def test_publish_ignores_an_exported_git_dir_and_commits_into_the_docs_repositor
     head = git(docs, "rev-parse", "HEAD")
     assert head != docs_head and git(docs, "rev-parse", "HEAD~1") == docs_head
     assert (
-        f"published: committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]})" in result.stdout
+        f"published: committed docs/evidence/latest.md, docs/evidence/latest.json, docs/evidence/index.md in {docs} ({head[:7]})"
+        in result.stdout
     )
     assert git(docs, "show", "--name-only", "--format=", "HEAD").split() == [
         "docs/evidence/index.md",
+        "docs/evidence/latest.json",
         "docs/evidence/latest.md",
     ]
     # The product repository's checked-out main and its index did not move.
@@ -327,7 +333,10 @@ def test_sigterm_during_the_docs_pre_commit_hook_leaves_the_docs_repository_as_i
     hook.unlink()
     again = run(fleet.work, "audit", "--publish")
     assert again.exit_code == 0, again.output
-    assert "published: committed docs/evidence/latest.md, docs/evidence/index.md" in again.stdout
+    assert (
+        "published: committed docs/evidence/latest.md, docs/evidence/latest.json, docs/evidence/index.md"
+        in again.stdout
+    )
 
 
 def test_a_publisher_killed_past_catching_leaves_leftovers_the_next_publish_recognises_as_its_own(
@@ -345,7 +354,10 @@ def test_a_publisher_killed_past_catching_leaves_leftovers_the_next_publish_reco
     again = run(fleet.work, "audit", "--publish")
 
     assert again.exit_code == 0, again.output
-    assert "published: committed docs/evidence/latest.md, docs/evidence/index.md" in again.stdout
+    assert (
+        "published: committed docs/evidence/latest.md, docs/evidence/latest.json, docs/evidence/index.md"
+        in again.stdout
+    )
     assert git(docs, "status", "--porcelain", "--untracked-files=all") == "?? notes.md"
     assert git(docs, "rev-parse", "HEAD~1") == before["head"]
     assert not list((docs / ".git").glob("promote-publish.pending*"))
