@@ -30,7 +30,7 @@ def test_a_test_flaky_across_two_machines_is_told_from_the_published_pages_and_n
 
     for machine, counter in ((fleet.work, "fail"), (station, "pass")):
         (machine / "pkg" / "counter.txt").write_text(counter + "\n")
-        code, audit = run_json(machine, "audit", "--publish")
+        _, audit = run_json(machine, "audit", "--publish")
         assert audit["published"]["status"] == "committed", audit["published"]
         assert any(f.endswith(".json") for f in audit["published"]["files"])
 
