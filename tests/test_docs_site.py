@@ -80,6 +80,7 @@ def test_the_walk_finds_every_table_of_the_configuration() -> None:
         "promote.requirements.rules", "promote.accelerations", "promote.accelerations.switch",
         "promote.accelerations.parity", "promote.accelerations.bench", "promote.accelerations.sweep",
         "promote.accelerations.quality",
+        "promote.history",
     } == tables  # fmt: skip
     assert len(list(schema_keys())) > 60
 
@@ -168,6 +169,7 @@ PARSER_TABLES = {
     "parse.py:docs": "promote.docs",
     "parse.py:requirements": "promote.requirements",
     "parse.py:rule": "promote.requirements.rules",
+    "parse.py:history": "promote.history",
     "accel_parse.py:accelerations": "promote.accelerations",
     "accel_parse.py:_switch": "promote.accelerations.switch",
     "accel_parse.py:_parity": "promote.accelerations.parity",
@@ -202,6 +204,7 @@ path = "."
 [promote.docs]
 repo = "."
 [promote.requirements]
+[promote.history]
 [[promote.accelerations]]
 name = "a"
 switch = { env = "X" }
@@ -235,7 +238,7 @@ def test_the_schemas_defaults_are_what_the_parser_gives_an_absent_key(tmp_path: 
     objects: dict[str, Any] = {
         "promote": full, "promote.packages": full.packages[0], "promote.stations.NAME": full.stations[0],
         "promote.ci": full.ci, "promote.docs": full.docs, "promote.requirements": full.requirements,
-        "promote.requirements.rules": rule, "promote.accelerations": accel,
+        "promote.requirements.rules": rule, "promote.accelerations": accel, "promote.history": full.history,
         "promote.accelerations.switch": accel.switch, "promote.accelerations.parity": accel.parity,
         "promote.accelerations.bench": accel.bench, "promote.accelerations.sweep": accel.sweep,
         "promote.accelerations.quality": accel.quality,
@@ -296,6 +299,7 @@ HEADERS = {
     "promote.stations.NAME": "[promote.stations.s]",
     "promote.accelerations.parity": "[promote.accelerations.parity]",
     "promote.accelerations.bench": "[promote.accelerations.bench]",
+    "promote.history": "[promote.history]",
 }
 SPLIT = """
 [promote]
@@ -311,6 +315,7 @@ switch = { env = "X" }
 command = ["python", "{out}"]
 [promote.accelerations.bench]
 command = ["python"]
+[promote.history]
 """
 
 

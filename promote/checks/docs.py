@@ -109,11 +109,17 @@ def index_path(pattern: str) -> str:
     return "index.md" if parent == "." else f"{parent}/index.md"
 
 
+def json_beside(page: str) -> str:
+    """Where a page's evidence JSON is published: beside it, with its name (the shared history reads it there)."""
+    return (page[: -len(".md")] if page.endswith(".md") else page) + ".json"
+
+
 def promotes_pages(repo: Repo, head: str, pattern: str, candidates: list[str]) -> set[str]:
-    """Which of `candidates` promote wrote: its marker in their front matter, or at the page pattern's path."""
-    shape, index = page_regex(pattern), index_path(pattern)
+    """Which of `candidates` promote wrote: its marker in their front matter, or at the page pattern's path (the
+    page's evidence JSON beside it too)."""
+    shapes, index = (page_regex(pattern), page_regex(json_beside(pattern))), index_path(pattern)
     # A person's index.md beside the pages is theirs unless it carries the marker (checked below).
-    own = {p for p in candidates if shape.fullmatch(p) and p != index}
+    own = {p for p in candidates if any(shape.fullmatch(p) for shape in shapes) and p != index}
     wanted = set(candidates)
     lines: dict[str, dict[int, str]] = {}
     for hit in repo.grep(head, ["---", f"{MARKER}:"], fixed=True):

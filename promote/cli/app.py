@@ -72,7 +72,11 @@ COMMANDS = {
         "demo_command",
         "Build an example workspace with planted problems and audit it end to end (exit 0: its findings are expected).",
     ),
-    "history": Lazy("evidence", "history", "List recent runs with what changed, or show one run."),
+    "history": Lazy(
+        "evidence",
+        "history",
+        "List recent runs with what changed, or show one run; --tests and --test tell each test's story.",
+    ),
     "init": Lazy("release", "init", "Write a starter promote.toml from this repository's remotes and branches."),
     "merge": Lazy("release", "merge", "Verify afresh, then fast-forward trunk on every mirror (never forced)."),
     "stations": Lazy(

@@ -10,6 +10,8 @@ from promote.core import state
 from promote.core.vocab import is_red
 from promote.evidence.deltas import compare
 from promote.evidence.history import History
+from promote.evidence.story_findings import flipped_line
+from promote.evidence.story_window import tally
 
 
 def show_history(config: Config, run_id: str | None, *, limit: int) -> tuple[dict[str, Any], str]:
@@ -19,7 +21,7 @@ def show_history(config: Config, run_id: str | None, *, limit: int) -> tuple[dic
         if run_id is None:
             return _listing(history, limit)
         run = history.get(run_id)
-        deltas = compare(run, history.previous(run))
+        deltas = compare(run, history.previous(run), tally(history, run))
     finally:
         history.close()
     data = {
@@ -43,6 +45,7 @@ def show_history(config: Config, run_id: str | None, *, limit: int) -> tuple[dic
     lines += [f"  fixed: {d.nodeid}" for d in deltas.fixed]
     lines += [f"  newly failing: {d.nodeid}" for d in deltas.newly_failing]
     lines += [f"  filtered, not fixed: {d.nodeid} ({d.before} -> {d.after})" for d in deltas.filtered]
+    lines += [f"  same commit: {d.nodeid} {flipped_line(d)}" for d in deltas.flipped]
     if run.gates:
         lines.append("gates: " + ", ".join(f"{k} {v}" for k, v in run.gates.items()))
     if run.findings:
@@ -54,12 +57,13 @@ def _listing(history: History, limit: int) -> tuple[dict[str, Any], str]:
     rows, items = [], []
     for run_id in history.run_ids(limit):
         run = history.get(run_id)
-        deltas = compare(run, history.previous(run))
+        deltas = compare(run, history.previous(run), tally(history, run))
         red = sum(1 for t in run.tests if is_red(t.outcome))
         change = (
             "first run of these packages"
             if deltas.first
             else f"+{len(deltas.fixed)} fixed, -{len(deltas.newly_failing)} new red, {len(deltas.filtered)} filtered"
+            + "".join(f", {d.nodeid} {flipped_line(d)}" for d in deltas.flipped)
         )
         items.append(
             {"run": run.run_id, "kind": run.kind, "interrupted": run.interrupted, "started": run.started,

@@ -8,7 +8,7 @@ from typing import IO, Literal, cast, get_args
 
 import click
 
-from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, QualityVerdict, Severity, Status
+from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, QualityVerdict, Severity, Status, StoryKind
 
 # Each command's exit codes and one example, shown under its --help (the README's table, command by command).
 EXIT_HELP = {
@@ -100,6 +100,8 @@ QUALITY_TONES: dict[QualityVerdict, Tone] = {
     "timed-out": "caution",
     "error": "caution",
 }
+# A test's story in `promote history --tests`: red for a while is worse than flipping or never running.
+STORY_TONES: dict[StoryKind, Tone] = {"flaky-history": "caution", "never-ran": "caution", "red-streak": "bad"}
 
 # A mark opens and closes with a NUL and a key drawn afresh by each process (os.urandom is what
 # secrets.token_hex reads, without importing `secrets` into every command's start-up). Untrusted text cannot

@@ -18,6 +18,7 @@ from promote.config.settings import (
     CIConfig,
     Config,
     DocsConfig,
+    HistoryConfig,
     PackageConfig,
     RequirementsConfig,
     RuleConfig,
@@ -82,6 +83,13 @@ _is_workers = _int_in(1, 256)
 _is_fetch_concurrency = _int_in(1, 64)
 _is_max_reruns = _int_in(0, 10000)
 _is_memory_gb = _number_in(1 << 20)
+_is_runs = _int_in(2, 10000)
+
+
+def _is_fraction(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1
+
+
 # The fields `publish.page_path` fills in; anything else in a page template is refused.
 PAGE_FIELDS = ("date", "commit", "run")
 
@@ -113,7 +121,7 @@ class Parser(TableReader):
             p,
             {"trunk", "mirrors", "deployed", "deployed_command", "deployed_since_command", "deployed_timeout_s",
              "test_paths", "mirror_timeout_s", "fetch_concurrency",
-             "max_reruns", "packages", "stations", "ci", "docs", "requirements", "accelerations"},
+             "max_reruns", "packages", "stations", "ci", "docs", "requirements", "accelerations", "history"},
         )  # fmt: skip
         trunk = self.required(tbl, "trunk", p, "a branch name")
         # Absent: every remote is a mirror (None); an explicit [] means none, and merging is undecided.
@@ -154,6 +162,7 @@ class Parser(TableReader):
             docs=self.docs(tbl["docs"]) if "docs" in tbl else None,
             requirements=self.requirements(tbl["requirements"]) if "requirements" in tbl else RequirementsConfig(),
             accelerations=accelerations(self, tbl.get("accelerations", []), {pkg.name for pkg in packages}),
+            history=self.history(tbl["history"]) if "history" in tbl else HistoryConfig(),
         )
 
     def mirrors(self, tbl: Mapping[str, Any], p: str) -> tuple[tuple[str, ...] | None, tuple[tuple[str, str], ...]]:
@@ -324,6 +333,16 @@ class Parser(TableReader):
         if problem is not None:
             raise self.fail(f"{where}.page", f"{expected} ({problem})", value)
         return value
+
+    def history(self, raw: object) -> HistoryConfig:
+        where = f"{self.prefix}.history"
+        tbl = self.table(raw, where, {"window", "never_ran_after", "drop_tolerance", "keep"})
+        return HistoryConfig(
+            window=self.get(tbl, "window", where, _is_runs, "an integer from 2 to 10000", 30),
+            never_ran_after=self.get(tbl, "never_ran_after", where, _is_runs, "an integer from 2 to 10000", 14),
+            drop_tolerance=float(self.get(tbl, "drop_tolerance", where, _is_fraction, "a fraction from 0 to 1", 0.01)),
+            keep=self.get(tbl, "keep", where, _is_runs, "an integer from 2 to 10000", 400),
+        )
 
     def requirements(self, raw: object) -> RequirementsConfig:
         where = f"{self.prefix}.requirements"

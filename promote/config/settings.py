@@ -104,6 +104,16 @@ class DocsConfig:
 
 
 @dataclass(frozen=True)
+class HistoryConfig:
+    """What nightly runs remember: how far back a test's story is read, and when a quiet test or a fall is told."""
+
+    window: int = 30  # runs of a package a test's story is read over
+    never_ran_after: int = 14  # runs a test may go without running before it is `never-ran`
+    drop_tolerance: float = 0.01  # a larger fall in a package's collected test count is `tests-dropped`
+    keep: int = 400  # runs kept; older ones are pruned, all in one transaction
+
+
+@dataclass(frozen=True)
 class SwitchConfig:
     """An accelerated path's kill switch: an environment variable and its two values."""
 
@@ -205,6 +215,7 @@ class Config:
     # Mirrors given by URL ([promote.mirrors] as a table): (name, URL) read and pushed without a git remote.
     mirror_urls: tuple[tuple[str, str], ...] = ()
     accelerations: tuple[AccelerationConfig, ...] = ()
+    history: HistoryConfig = field(default_factory=HistoryConfig)
 
     @property
     def root(self) -> Path:

@@ -151,6 +151,9 @@ def quality_judged(verdict: QualityVerdict) -> bool:
     return verdict in ("non-inferior", "inferior", "inconclusive")
 
 
+# --- A test's story over the nights (promote.evidence.stories).
+StoryKind = Literal["flaky-history", "never-ran", "red-streak"]  # a package that lost tests is a `Drop`, not a story
+
 # --- Publishing the evidence page, and a finding's severity.
 PublishStatus = Literal["committed", "unchanged", "refused", "unverified"]
 # What an audit writes under `.promote/` that a full disk (or a locked history) can refuse: its decision stands.

@@ -14,7 +14,7 @@ from promote.accel.store import record as record_accel
 from promote.accel.verify import AccelReport, run_accelerations
 from promote.checks.ci import CIOutcome, survey_ci
 from promote.checks.ci import outcome as ci_outcome
-from promote.checks.docs import audit_docs, index_path
+from promote.checks.docs import audit_docs, index_path, json_beside
 from promote.config import Config, DocsConfig
 from promote.config.workspace import Workspace, resolve_candidate
 from promote.core import state
@@ -23,14 +23,16 @@ from promote.core.findings import Finding
 from promote.core.git import Repo
 from promote.core.outcome import CheckOutcome, Status
 from promote.core.vocab import Stored
-from promote.evidence import accel_section, gates, index_page, intoto
+from promote.evidence import accel_section, docs_history, gates, index_page, intoto, story_findings, story_window
 from promote.evidence import deltas as deltas_mod
 from promote.evidence import pages as evidence
 from promote.evidence.history import History, HistoryError, StoredRun
 from promote.evidence.pages import Pages
 from promote.evidence.publish import PublishResult, preflight
 from promote.evidence.publish import publish as publish_page
-from promote.evidence.store import outcomes_of, record_into, record_switch_runs
+from promote.evidence.store import kept, outcomes_of, record_into, record_switch_runs
+from promote.evidence.stories import StoryReport
+from promote.evidence.story_window import RunCounts
 from promote.release import journal
 from promote.release.check import CheckResult, check
 from promote.release.deployed import audit_deployed
@@ -139,7 +141,8 @@ class Decided:
     findings: list[Finding]
     stored: StoredRun
     deltas: deltas_mod.Deltas
-    recent: list[StoredRun]
+    recent: list[RunCounts]
+    stories: StoryReport | None = None  # None: the history could not be read for them
     unstored: tuple[Unstored, ...] = ()  # the history could not be opened or could not take the run
 
 
@@ -194,13 +197,19 @@ def all_findings(seen: Observed, deltas: deltas_mod.Deltas) -> list[Finding]:
     return findings
 
 
-def decide(cfg: Config, seen: Observed, stored: StoredRun, deltas: deltas_mod.Deltas) -> Decided:
-    """The gates and findings from what was observed, and the run as the history would store it."""
+def decide(
+    cfg: Config, seen: Observed, stored: StoredRun, deltas: deltas_mod.Deltas, stories: StoryReport | None = None
+) -> Decided:
+    """The gates and findings from what was observed (and the tests' stories, when the history told them), and the
+    run as the history would store it."""
     decided = decide_gates(cfg, seen, deltas)
     findings = all_findings(seen, deltas)
+    if stories is not None:
+        decided = story_findings.gates_told(decided, stories)
+        findings += [f for f in story_findings.findings(stories) if f not in findings]
     gate_status: dict[str, str] = {k: g.status for k, g in decided.items()}
     stored = replace(stored, finished=now(), gates=gate_status, findings=tuple(findings))
-    return Decided(decided, findings, stored, deltas, [])
+    return Decided(decided, findings, stored, deltas, [], stories)
 
 
 def decide_and_record(cfg: Config, seen: Observed, command: str) -> Decided:
@@ -220,13 +229,14 @@ def decide_and_record(cfg: Config, seen: Observed, command: str) -> Decided:
     unstored: list[Unstored] = []
     history = attempt(unstored, "history", lambda: History(state.state_dir(cfg.root)))
     try:
-        previous = attempt(unstored, "history", lambda: reading(history, lambda h: h.previous(stored)))
-        if history is None or unstored:
+        earlier = attempt(unstored, "history", lambda: reading(history, lambda h: _earlier(cfg, h, stored)))
+        if history is None or earlier is None:
             # Decided without the earlier runs, and said so: not a first run, a comparison that could not be made.
             unread = deltas_mod.Deltas(None, 0, stored.count("passed"), unread=True)
             return replace(decide(cfg, seen, stored, unread), unstored=tuple(unstored))
-        done = decide(cfg, seen, stored, deltas_mod.compare(stored, previous))
-        attempt(unstored, "history", lambda: record_into(history, done.stored))
+        previous, tally, stories = earlier
+        done = decide(cfg, seen, stored, deltas_mod.compare(stored, previous, tally), stories)
+        attempt(unstored, "history", lambda: record_into(history, done.stored, keep=kept(cfg)))
         recent = attempt(unstored, "history", lambda: reading(history, _recent)) or []
         return replace(done, recent=recent, unstored=tuple(unstored))
     finally:
@@ -244,8 +254,15 @@ def reading(history: History | None, read: Callable[[History], T]) -> T | None:
         raise HistoryError(f"{history.path}: cannot read the history database: {e}") from None
 
 
-def _recent(history: History) -> list[StoredRun]:
-    return [history.get(r) for r in history.run_ids(HISTORY_POINTS)]
+def _earlier(
+    cfg: Config, history: History, stored: StoredRun
+) -> tuple[StoredRun | None, Callable[[str, str], tuple[int, int]], StoryReport]:
+    """What the history holds before `stored`: the previous run, each test's tally and story over the window."""
+    return history.previous(stored), story_window.tally(history, stored), story_findings.read(cfg, history, stored)
+
+
+def _recent(history: History) -> list[RunCounts]:
+    return story_window.run_counts(history, HISTORY_POINTS)
 
 
 def statements_of(ws: Workspace, seen: Observed) -> dict[str, dict[str, Any]]:
@@ -261,9 +278,12 @@ def statements_of(ws: Workspace, seen: Observed) -> dict[str, dict[str, Any]]:
     }
 
 
-def publish_files(docs: DocsConfig, rel: str, page: str) -> dict[str, str]:
-    """The page, and the index of every evidence page rebuilt with it (unless a person's page holds its path)."""
+def publish_files(docs: DocsConfig, rel: str, page: str, data: str | None = None) -> dict[str, str]:
+    """The page, its evidence JSON `data` beside it (the shared history's record: docs_history), and the index of
+    every evidence page rebuilt with them (unless a person's page holds its path)."""
     files, index, repo = {rel: page}, index_path(docs.page), Repo(docs.repo)
+    if data is not None:
+        files[json_beside(rel)] = data
     if index != rel and not index_page.theirs(repo, index):
         entries = [e for e in index_page.published(repo, posixpath.dirname(index)) if e.path != rel]
         new = index_page.entry(rel, page)
@@ -293,7 +313,9 @@ def audit(
         gates=done.gates,
         findings=done.findings,
         last_merge=None if merge is None else merge.headline,
-        history=evidence.history_points(done.recent),
+        history=evidence.history_points(done.recent, done.stories.marks if done.stories else ()),
+        stories=story_findings.section(done.stories),
+        shared=docs_history.outcomes(done.stored),
         provenance={"command": command, "started": seen.started, "finished": done.stored.finished},
         sections=[] if seen.accel is None else [accel_section.section(cfg, seen.accel)],
         root=ws.repo.root,
@@ -307,7 +329,7 @@ def audit(
     # Only evidence that is all on disk is published: a page whose run or history is missing stays here, said.
     if cfg.docs is not None and seen.page is not None and pages is not None and not unstored:
         message = f"promote: evidence for {seen.check.candidate[:7]} ({doc['verdict']}), run {seen.run_id}"
-        docs, rel, md = cfg.docs, seen.page, pages.md.read_text(encoding="utf-8")
-        published = publish_page(docs.repo, lambda: publish_files(docs, rel, md), message, push=push)
+        docs, rel, md, data = cfg.docs, seen.page, pages.md.read_text(encoding="utf-8"), pages.json.read_text("utf-8")
+        published = publish_page(docs.repo, lambda: publish_files(docs, rel, md, data), message, push=push)
     gates_, findings = done.gates, tuple(done.findings)
     return AuditResult(seen.run_id, doc["verdict"], gates_, findings, pages, published, tuple(unstored))

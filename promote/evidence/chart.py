@@ -10,6 +10,11 @@ WIDTH, HEIGHT = 720, 260
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 40, 58
 SERIES = (("passed", "passed", "#2e7d32"), ("failed", "failed, errors or crashed", "#c62828"),
           ("blocked", "blocked (no station can run them)", "#f9a825"))  # fmt: skip
+# What the stories add to a run's bar, drawn as a narrow bar inside it (each is part of a series above, not more
+# tests): its flaky failures, and the tests that had not run for `never_ran_after` runs.
+MARKS = (("flaky", "flaky", "#6a1b9a"), ("never_ran", "never ran", "#546e7a"))
+# With the marks in the legend, the series say less, so that five labels fit one line.
+SHORT = {"passed": "passed", "failed": "red", "blocked": "blocked"}
 MIN_SEGMENT = 2.0  # px: a single failure under hundreds of passes still shows
 
 
@@ -29,6 +34,7 @@ class Bar:
     x: float
     width: float
     segments: tuple[Segment, ...]
+    marks: tuple[Segment, ...] = ()  # narrow, from the bottom: flaky and never-ran counts
 
 
 @dataclass(frozen=True)
@@ -86,12 +92,32 @@ def _one_tick(moments: list[datetime], x_of: Any) -> tuple[tuple[float, str, str
     return tuple((x_of(m), m.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M"), "middle") for m in moments)
 
 
-def _legend(left: int) -> tuple[tuple[float, str, str], ...]:
+def _legend(left: int, *, marked: bool) -> tuple[tuple[float, str, str], ...]:
     """Swatch positions, each after the previous label (about 7 px a character at 12 px)."""
     out, x = [], float(left)
-    for _, label, colour in SERIES:
+    entries = (
+        [(SHORT[key], colour) for key, _, colour in SERIES]
+        if marked
+        else [(label, colour) for _, label, colour in SERIES]
+    )
+    entries += [(label, colour) for _, label, colour in MARKS] if marked else []
+    for label, colour in entries:
         out.append((x, label, colour))
         x += 17 + len(label) * 7 + 18
+    return tuple(out)
+
+
+def _stacked(
+    point: dict[str, Any], series: tuple[tuple[str, str, str], ...], bottom: int, scale: float
+) -> tuple[Segment, ...]:
+    """One segment per series the point counts, stacked upwards from `bottom`."""
+    y, out = float(bottom), []
+    for key, _, colour in series:
+        count = int(point.get(key, 0))
+        if count:
+            tall = max(MIN_SEGMENT, count * scale)
+            y -= tall
+            out.append(Segment(key, colour, round(y, 1), round(tall, 1), count))
     return tuple(out)
 
 
@@ -120,15 +146,9 @@ def layout(history: list[dict[str, Any]]) -> Chart:
     bars = []
     for i, (h, m) in enumerate(dated):
         centre = x_of(m) if m is not None else left + (right - left) * (i + 0.5) / max(1, len(history))
-        y, segments = float(bottom), []
-        for key, _, colour in SERIES:
-            count = int(h.get(key, 0))
-            if count:
-                tall = max(MIN_SEGMENT, count * scale)
-                y -= tall
-                segments.append(Segment(key, colour, round(y, 1), round(tall, 1), count))
+        segments, marks = _stacked(h, SERIES, bottom, scale), _stacked(h, MARKS, bottom, scale)
         label = m.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if m else str(h.get("started", ""))
-        bars.append(Bar(str(h.get("run", "")), label, round(centre - width / 2, 1), width, tuple(segments)))
+        bars.append(Bar(str(h.get("run", "")), label, round(centre - width / 2, 1), width, segments, marks))
     y_ticks = tuple((round(bottom - v * scale, 1), str(v)) for v in (0, ceiling // 2, ceiling) if v or v == 0)
     n = len(history)
     return Chart(
@@ -141,6 +161,6 @@ def layout(history: list[dict[str, Any]]) -> Chart:
         x_ticks=_x_ticks(first, last, x_of) if len(moments) > 1 else _one_tick(moments, x_of),
         y_ticks=tuple(dict.fromkeys(y_ticks)),
         bars=tuple(bars),
-        legend=_legend(left),
+        legend=_legend(left, marked=any(b.marks for b in bars)),
         runs=n,
     )

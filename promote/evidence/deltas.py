@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from promote.core.findings import Finding
 from promote.core.vocab import RED
@@ -12,6 +14,9 @@ from promote.evidence.history import StoredRun, TestOutcome
 # something a station lacks (a model, a device), and says so in its own impossible-requirement or
 # station-bound finding. Calling it filtered would blame a change nobody made.
 FILTERED = ("skipped", "xfailed", "deselected")
+T = TypeVar("T")
+# (red runs, runs) of one test on the compared run's commit, up to it: the "2 of 7" said of a test that flipped.
+Tally = Callable[[str, str], tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,7 @@ class Delta:
     before: str
     after: str
     renamed_from: str | None = None
+    failed_of: tuple[int, int] | None = None  # on one commit: (red runs, runs) of it there, this one included
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -31,6 +37,7 @@ class Delta:
             "before": self.before,
             "after": self.after,
             "renamed_from": self.renamed_from,
+            "flaky": None if self.failed_of is None else {"failed": self.failed_of[0], "runs": self.failed_of[1]},
         }
 
 
@@ -45,6 +52,9 @@ class Deltas:
     newly_failing: tuple[Delta, ...] = ()
     filtered: tuple[Delta, ...] = ()
     unread: bool = False  # the history could not be opened: earlier runs may exist, none was compared
+    # Red one run and green the next (or the other way) on the same commit: nothing changed, so nothing was fixed
+    # or broken; the test is flaky, and is said to be.
+    flipped: tuple[Delta, ...] = ()
 
     @property
     def headline(self) -> str:
@@ -84,44 +94,52 @@ class Deltas:
             "fixed": [d.to_json() for d in self.fixed],
             "newly_failing": [d.to_json() for d in self.newly_failing],
             "filtered_not_fixed": [d.to_json() for d in self.filtered],
+            "same_commit": [d.to_json() for d in self.flipped],
         }
 
 
-def _file_and_name(nodeid: str) -> tuple[str, str]:
+def file_and_name(nodeid: str) -> tuple[str, str]:
     """(file, test name without parameters): what survives a rename of the other."""
     path, _, rest = nodeid.partition("::")
     return path, rest.split("[")[0].rsplit("::", 1)[-1]
 
 
-def _renamed(gone: TestOutcome, appeared: dict[tuple[str, str], TestOutcome]) -> TestOutcome | None:
-    """A new test that is the old one renamed: same file and name, or same name in one other file."""
-    path, name = _file_and_name(gone.nodeid)
-    same_file = [t for (p, n), t in appeared.items() if p == path and n == name and t.package == gone.package]
-    if len(same_file) == 1:
-        return same_file[0]
-    moved = [t for (_, n), t in appeared.items() if n == name and t.package == gone.package]
+def renamed(nodeid: str, appeared: Mapping[tuple[str, str], T]) -> T | None:
+    """The new test (of the same package) that is `nodeid` renamed: same file and name, or same name in one other
+    file."""
+    path, name = file_and_name(nodeid)
+    if (path, name) in appeared:
+        return appeared[(path, name)]
+    moved = [t for (_, n), t in appeared.items() if n == name]
     return moved[0] if len(moved) == 1 else None
 
 
-def compare(now: StoredRun, before: StoredRun | None) -> Deltas:
-    """Compare two runs test by test (only the packages both ran)."""
+def compare(now: StoredRun, before: StoredRun | None, tally: Tally | None = None) -> Deltas:
+    """Compare two runs test by test (only the packages both ran); on one commit, a flip is not a fix."""
     if before is None:
         return Deltas(None, 0, now.count("passed"))
     shared = now.packages & before.packages
     old = {(t.package, t.nodeid): t for t in before.tests if t.package in shared}
     new = {(t.package, t.nodeid): t for t in now.tests if t.package in shared}
-    appeared = {_file_and_name(t.nodeid): t for key, t in new.items() if key not in old}
-    fixed, failing, filtered = [], [], []
+    appeared: dict[str, dict[tuple[str, str], TestOutcome]] = {}
+    for key, t in new.items():
+        if key not in old:
+            appeared.setdefault(t.package, {})[file_and_name(t.nodeid)] = t
+    same = now.commit is not None and now.commit == before.commit
+    fixed, failing, filtered, flipped = [], [], [], []
     for key, was in old.items():
         is_now = new.get(key)
         renamed_from = None
         if is_now is None:
-            is_now = _renamed(was, appeared)
+            is_now = renamed(was.nodeid, appeared.get(was.package, {}))
             renamed_from = was.nodeid if is_now is not None else None
         after = is_now.outcome if is_now is not None else "disappeared"
         nodeid = is_now.nodeid if is_now is not None else was.nodeid
         delta = Delta(was.package, nodeid, was.outcome, after, renamed_from)
-        if was.outcome in RED and after == "passed":
+        flip = (was.outcome in RED and after == "passed") or (was.outcome not in RED and after in RED)
+        if same and flip and after != "disappeared":
+            flipped.append(_counted(delta, tally))
+        elif was.outcome in RED and after == "passed":
             fixed.append(delta)
         elif was.outcome in RED and (after in FILTERED or after == "disappeared"):
             filtered.append(delta)
@@ -137,4 +155,13 @@ def compare(now: StoredRun, before: StoredRun | None) -> Deltas:
         fixed=tuple(fixed),
         newly_failing=tuple(failing),
         filtered=tuple(filtered),
+        flipped=tuple(flipped),
+    )
+
+
+def _counted(delta: Delta, tally: Tally | None) -> Delta:
+    if tally is None:
+        return delta
+    return Delta(
+        delta.package, delta.nodeid, delta.before, delta.after, delta.renamed_from, tally(delta.package, delta.nodeid)
     )

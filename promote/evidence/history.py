@@ -6,82 +6,22 @@ import json
 import os
 import sqlite3
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from promote.core import state
 from promote.core.errors import PromoteError
 from promote.core.findings import Finding
 from promote.core.redact import current as current_redactor
+from promote.evidence.history_schema import MIGRATIONS, busy_timeout, wal
 
 DB_NAME = "history.sqlite"
 # A run of a package's tests with an acceleration's switch set one way: kept, never compared with the package's own.
 SWITCH_KIND = "accel-switch"
-
-# Versioned from the first release: `PRAGMA user_version` is the number of scripts applied.
-MIGRATIONS = (
-    """
-    CREATE TABLE IF NOT EXISTS runs (
-        id TEXT PRIMARY KEY,
-        kind TEXT NOT NULL,
-        started TEXT NOT NULL,
-        finished TEXT NOT NULL,
-        commit_sha TEXT,
-        command TEXT NOT NULL,
-        mirrors TEXT NOT NULL,
-        stations TEXT NOT NULL,
-        gates TEXT NOT NULL
-    );
-    CREATE TABLE IF NOT EXISTS tests (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        package TEXT NOT NULL,
-        nodeid TEXT NOT NULL,
-        outcome TEXT NOT NULL,
-        duration_s REAL NOT NULL,
-        station TEXT NOT NULL,
-        PRIMARY KEY (run_id, package, nodeid)
-    );
-    CREATE TABLE IF NOT EXISTS findings (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        check_name TEXT NOT NULL,
-        severity TEXT NOT NULL,
-        subject TEXT NOT NULL,
-        message TEXT NOT NULL,
-        cause TEXT
-    );
-    CREATE INDEX IF NOT EXISTS runs_started ON runs(started);
-    """,
-    # `previous()` walks runs newest-first in (started, id) order and stops at the first match; with `id` in the
-    # index that walk needs no sort and no table reads. The old index is a prefix of the new one, so it only cost
-    # writes. IF [NOT] EXISTS because a database written by an older promote (whose executescript committed each
-    # statement) may hold a migration interrupted before user_version was bumped.
-    """
-    CREATE INDEX IF NOT EXISTS runs_started_id ON runs(started, id);
-    DROP INDEX IF EXISTS runs_started;
-    """,
-    # A run stopped by a signal is kept, marked, rather than missing from the history.
-    """
-    ALTER TABLE runs ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
-    """,
-)
-
-
-# How long a writer waits for another promote holding the database (two first uses at once, a test run and an
-# audit finishing together) before giving up.
-BUSY_TIMEOUT_S = 30.0
-
-
-def busy_timeout() -> float:
-    """BUSY_TIMEOUT_S, or PROMOTE_LOCK_WAIT_S when set: the wait for another promote, whatever it holds."""
-    if "PROMOTE_LOCK_WAIT_S" in os.environ:
-        from promote.core.lock import wait_default
-
-        return wait_default()
-    return BUSY_TIMEOUT_S
 
 
 class HistoryError(PromoteError):
@@ -99,6 +39,9 @@ class TestOutcome:
     outcome: str
     duration_s: float = 0.0
     station: str = ""
+    reason: str | None = None  # why it did not run: a skip's reason, or the requirements it lacked
+    blocker: str | None = None  # for a blocked test, the check that blocked it (impossible-requirement, ...)
+    verdict: str | None = None  # for a red test, what its reruns showed (genuine, flaky, ...)
 
 
 @dataclass(frozen=True)
@@ -132,7 +75,9 @@ def _redacted(run: StoredRun) -> StoredRun:
     return replace(
         run,
         command=r(run.command),
-        tests=tuple(replace(t, nodeid=r(t.nodeid)) for t in run.tests),
+        tests=tuple(
+            replace(t, nodeid=r(t.nodeid), reason=None if t.reason is None else r(t.reason)) for t in run.tests
+        ),
         findings=tuple(
             replace(f, subject=r(f.subject), message=r(f.message), cause=None if f.cause is None else r(f.cause))
             for f in run.findings
@@ -140,26 +85,11 @@ def _redacted(run: StoredRun) -> StoredRun:
     )
 
 
-def _wal(db: sqlite3.Connection) -> None:
-    """Switch to write-ahead logging (readers never wait for a writer), waiting out another promote doing so."""
-    # Changing the journal mode needs the database to itself, and SQLite answers "locked" at once rather than
-    # calling the busy handler when two connections both try: so it is retried here, within the busy timeout.
-    deadline = time.monotonic() + busy_timeout()
-    while True:
-        try:
-            db.execute("PRAGMA journal_mode=WAL").fetchone()
-            return
-        except sqlite3.OperationalError as e:
-            if "locked" not in str(e) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-
-
 class History:
     """The history database of one repository (`.promote/history.sqlite`)."""
 
-    def __init__(self, state_dir: Path) -> None:
-        self.path = state_dir / DB_NAME
+    def __init__(self, state_dir: Path, *, name: str = DB_NAME) -> None:
+        self.path = state_dir / name
         try:
             self._db = self._open()
         except sqlite3.DatabaseError as e:
@@ -182,7 +112,7 @@ class History:
         db = sqlite3.connect(self.path, timeout=busy_timeout(), isolation_level=None)
         try:
             self._migrate(db)
-            _wal(db)
+            wal(db)
         except BaseException:
             db.close()
             raise
@@ -233,27 +163,44 @@ class History:
             raise
         self._db.execute("COMMIT")
 
-    def record(self, run: StoredRun) -> None:
-        """Store one run with its tests and findings (replacing a run of the same id), secrets redacted."""
+    def record(self, run: StoredRun, *, keep: int | None = None) -> None:
+        """Store one run with its tests and findings (replacing a run of the same id), secrets redacted.
+
+        With `keep`, the runs beyond the newest `keep` are pruned in the same transaction: an interruption leaves
+        the database as it was or with the run stored and the old ones gone, never half of either.
+        """
         run = _redacted(run)
         with self._tx() as db:
-            for table, key in (("tests", "run_id"), ("findings", "run_id"), ("runs", "id")):
-                db.execute(f"DELETE FROM {table} WHERE {key} = ?", (run.run_id,))
+            _delete(db, "SELECT seq FROM runs WHERE id = ?", (run.run_id,))
+            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM runs").fetchone()[0]
             db.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.run_id, run.kind, run.started, run.finished, run.commit, run.command,
-                    json.dumps(run.mirrors), json.dumps(run.stations), json.dumps(run.gates), int(run.interrupted),
+                    json.dumps(run.mirrors), json.dumps(run.stations), json.dumps(run.gates), int(run.interrupted), seq,
                 ),
             )  # fmt: skip
+            ids = _test_ids(db, run.tests)
             db.executemany(
-                "INSERT INTO tests VALUES (?, ?, ?, ?, ?, ?)",
-                [(run.run_id, t.package, t.nodeid, t.outcome, t.duration_s, t.station) for t in run.tests],
-            )
+                "INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(seq, ids[(t.package, t.nodeid)], pos, t.outcome, round(t.duration_s * 1e6),
+                  None if t.station == run.stations.get(t.package) else t.station, t.reason, t.blocker, t.verdict)
+                 for pos, t in enumerate(run.tests)],
+            )  # fmt: skip
             db.executemany(
                 "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?)",
                 [(run.run_id, f.check, f.severity, f.subject, f.message, f.cause) for f in run.findings],
             )
+            if keep is not None:
+                _delete(db, "SELECT seq FROM runs ORDER BY started DESC, id DESC LIMIT -1 OFFSET ?", (keep,))
+
+    def read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one query (for the readers of the history beside this module: stories, counts)."""
+        return self._db.execute(sql, params).fetchall()
+
+    def many(self, sql: str, rows: list[tuple[object, ...]]) -> None:
+        """One statement for each of `rows` (a temporary table's rows: nothing of the history is written)."""
+        self._db.executemany(sql, rows)
 
     def run_ids(self, limit: int | None = None) -> list[str]:
         """Run ids, newest first."""
@@ -267,10 +214,16 @@ class History:
         if row is None:
             known = ", ".join(self.run_ids(5)) or "none yet"
             raise HistoryError(f"no run {run_id!r} in {self.path} (recent: {known})")
-        tests = self._db.execute(
-            "SELECT package, nodeid, outcome, duration_s, station FROM tests WHERE run_id = ? ORDER BY rowid",
-            (run_id,),
-        ).fetchall()
+        stations = json.loads(row[7])
+        tests = [
+            TestOutcome(package, nodeid, outcome, us / 1e6, stations.get(package, "") if station is None else station,
+                        reason, blocker, verdict)
+            for package, nodeid, outcome, us, station, reason, blocker, verdict in self._db.execute(
+                "SELECT i.package, i.nodeid, o.outcome, o.duration_us, o.station, o.reason, o.blocker, o.verdict"
+                " FROM outcomes AS o JOIN test_ids AS i ON i.id = o.test WHERE o.run = ? ORDER BY o.pos",
+                (row[10],),
+            )
+        ]  # fmt: skip
         findings = self._db.execute(
             "SELECT check_name, severity, subject, message, cause FROM findings WHERE run_id = ? ORDER BY rowid",
             (run_id,),
@@ -283,9 +236,9 @@ class History:
             commit=row[4],
             command=row[5],
             mirrors=json.loads(row[6]),
-            stations=json.loads(row[7]),
+            stations=stations,
             gates=json.loads(row[8]),
-            tests=tuple(TestOutcome(*t) for t in tests),
+            tests=tuple(tests),
             findings=tuple(Finding(*f) for f in findings),
             interrupted=bool(row[9]),
         )
@@ -305,9 +258,28 @@ class History:
         # matched made `promote history` quadratic in the size of the history.
         row = self._db.execute(
             "SELECT r.id FROM runs AS r WHERE (r.started, r.id) < (?, ?) AND r.interrupted = 0 AND r.kind != ?"
-            " AND (SELECT COUNT(DISTINCT t.package) FROM tests AS t WHERE t.run_id = r.id"
-            f" AND t.package IN ({', '.join('?' * len(packages))})) = ?"
+            " AND (SELECT COUNT(DISTINCT i.package) FROM outcomes AS o JOIN test_ids AS i ON i.id = o.test"
+            f" WHERE o.run = r.seq AND i.package IN ({', '.join('?' * len(packages))})) = ?"
             " ORDER BY r.started DESC, r.id DESC LIMIT 1",
             (run.started, run.run_id, SWITCH_KIND, *packages, len(packages)),
         ).fetchone()
         return None if row is None else self.get(str(row[0]))
+
+
+def _delete(db: sqlite3.Connection, runs: str, params: tuple[object, ...]) -> None:
+    """Delete the runs whose `seq` the query `runs` selects, with their tests and findings (inside a transaction)."""
+    db.execute(f"DELETE FROM outcomes WHERE run IN ({runs})", params)
+    db.execute(f"DELETE FROM findings WHERE run_id IN (SELECT id FROM runs WHERE seq IN ({runs}))", params)
+    db.execute(f"DELETE FROM runs WHERE seq IN ({runs})", params)
+
+
+def _test_ids(db: sqlite3.Connection, tests: tuple[TestOutcome, ...]) -> dict[tuple[str, str], int]:
+    """The number of each (package, test id) of `tests`, numbering the ones never seen before."""
+    db.executemany(
+        "INSERT OR IGNORE INTO test_ids (package, nodeid) VALUES (?, ?)", [(t.package, t.nodeid) for t in tests]
+    )
+    ids: dict[tuple[str, str], int] = {}
+    for package in {t.package for t in tests}:
+        for id_, nodeid in db.execute("SELECT id, nodeid FROM test_ids WHERE package = ?", (package,)):
+            ids[(package, nodeid)] = id_
+    return ids

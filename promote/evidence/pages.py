@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from promote import __version__
 from promote.core import state
@@ -15,13 +16,13 @@ from promote.core.findings import Finding
 from promote.core.outcome import FAIL, PASS, UNDECIDED
 from promote.core.redact import Redactor, printable
 from promote.core.redact import current as current_redactor
-from promote.core.vocab import Status, is_red, worst
+from promote.core.vocab import RED, Status, worst
 from promote.evidence import failures as failures_mod
 from promote.evidence import machine_paths
 from promote.evidence import render as render_pages
 from promote.evidence.deltas import Deltas
 from promote.evidence.gates import TITLES, Gate
-from promote.evidence.history import StoredRun
+from promote.evidence.stories import RunMarks
 from promote.release.check import CheckResult
 from promote.runners.suite import RunResult
 
@@ -112,7 +113,28 @@ def _grouped(findings: list[Finding], known: set[str] | None = None) -> list[dic
     return out
 
 
-def comparable(runs: list[StoredRun]) -> list[StoredRun]:
+class Counted(Protocol):
+    """A run as the chart reads it: a stored run, or its counts alone (story_window.RunCounts)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def started(self) -> str: ...
+
+    @property
+    def interrupted(self) -> bool: ...
+
+    @property
+    def packages(self) -> set[str]: ...
+
+    def count(self, outcome: str) -> int: ...
+
+
+C = TypeVar("C", bound=Counted)
+
+
+def comparable(runs: Sequence[C]) -> list[C]:
     """The runs (newest first) of exactly the package set the newest ran, none interrupted: what a chart compares."""
     if not runs:
         return []
@@ -120,15 +142,19 @@ def comparable(runs: list[StoredRun]) -> list[StoredRun]:
     return [r for r in runs if r.packages == packages and not r.interrupted]
 
 
-def history_points(runs: list[StoredRun]) -> list[dict[str, Any]]:
-    """Passed / failed / blocked of each run comparable with the newest, oldest first (for the chart)."""
+def history_points(runs: Sequence[Counted], marks: Sequence[RunMarks] = ()) -> list[dict[str, Any]]:
+    """Passed / failed / blocked of each run comparable with the newest, oldest first (for the chart), with the
+    flaky failures and the never-ran tests the stories found in each."""
+    marked = {m.run: m for m in marks}
     return [
         {
             "run": r.run_id,
             "started": r.started,
             "passed": r.count("passed"),
-            "failed": sum(1 for t in r.tests if is_red(t.outcome)),
+            "failed": sum(r.count(outcome) for outcome in RED),
             "blocked": r.count("blocked"),
+            "flaky": marked[r.run_id].flaky if r.run_id in marked else 0,
+            "never_ran": marked[r.run_id].never_ran if r.run_id in marked else 0,
         }
         for r in reversed(comparable(runs))
     ]
@@ -147,6 +173,8 @@ def document(
     provenance: dict[str, str],
     sections: list[dict[str, Any]] | None = None,
     root: Path | None = None,
+    stories: dict[str, object] | None = None,
+    shared: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The evidence document: everything the pages show, as plain JSON.
 
@@ -181,6 +209,10 @@ def document(
         },
         "deployed": check.drift.to_json() if check.drift else None,
         "history": history,
+        # Each test's story over the window (promote.evidence.story_findings.section); None: no history was read.
+        "stories": stories,
+        # The run as the shared history keeps it (docs_history): each package's count, the tests that did not pass.
+        "outcomes": shared,
         "sections": list(sections or []),
         "provenance": {"tool": "promote", "version": __version__, **provenance},
     }

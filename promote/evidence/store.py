@@ -11,7 +11,10 @@ from promote.config import Config
 from promote.core import state
 from promote.core.findings import Finding
 from promote.core.git import run_git
+from promote.evidence import story_findings
+from promote.evidence.deltas import FILTERED
 from promote.evidence.history import SWITCH_KIND, History, HistoryError, StoredRun, TestOutcome
+from promote.evidence.stories import StoryReport
 from promote.runners.suite import RunResult
 
 if TYPE_CHECKING:
@@ -25,11 +28,21 @@ def outcomes_of(run: RunResult | None) -> tuple[TestOutcome, ...]:
     found = []
     for p in run.packages:
         blocked = set(p.blocked_tests)
+        blockers = {b.test: b for b in p.blockers if b.parent is None}
+        verdicts = {v.test: v.kind for v in p.verdicts}
         for t in p.tests:
             if t.parent is None:
+                why = blockers.get(t.nodeid)
                 outcome = "blocked" if t.nodeid in blocked else t.outcome
-                found.append(TestOutcome(p.name, t.nodeid, outcome, t.duration_s, p.station))
-        found += [TestOutcome(p.name, n, "crashed", 0.0, p.station) for n in p.crashed_tests]
+                skipped = t.skip_reason.removeprefix("Skipped: ") if t.skip_reason and outcome in FILTERED else None
+                reason = why.blocker if why is not None else skipped
+                check = why.check if why is not None else None
+                found.append(
+                    TestOutcome(
+                        p.name, t.nodeid, outcome, t.duration_s, p.station, reason, check, verdicts.get(t.nodeid)
+                    )
+                )
+        found += [TestOutcome(p.name, n, "crashed", 0.0, p.station, verdict=verdicts.get(n)) for n in p.crashed_tests]
     return tuple(found)
 
 
@@ -39,26 +52,46 @@ def head_commit(config: Config) -> str | None:
     return head.stdout.strip() if head.ok else None
 
 
-def record_test_run(config: Config, run: RunResult, command: str, commit: str | None, *, kind: str = "test") -> None:
-    """Store `run`, made on `commit` (as `head_commit` read it when the tests started); HistoryError if it cannot."""
+def record_test_run(
+    config: Config, run: RunResult, command: str, commit: str | None, *, kind: str = "test"
+) -> RunResult:
+    """Store `run`, made on `commit` (as `head_commit` read it when the tests started); HistoryError if it cannot.
+
+    Returns `run` with what the history tells of its tests (`told`), stored with it: flaky-history, never-ran and
+    tests-dropped. A switch run is stored as it is: it is judged with the path, not as a night of the package.
+    """
+    stored = StoredRun(
+        run_id=run.run_id,
+        kind=kind,
+        started=run.started,
+        finished=run.finished or datetime.now(timezone.utc).isoformat(),
+        commit=commit,
+        command=command,
+        stations={p.name: p.station for p in run.packages},
+        tests=outcomes_of(run),
+        findings=run.findings,
+    )
     history = History(state.state_dir(config.root))
     try:
-        record_into(
-            history,
-            StoredRun(
-                run_id=run.run_id,
-                kind=kind,
-                started=run.started,
-                finished=run.finished or datetime.now(timezone.utc).isoformat(),
-                commit=commit,
-                command=command,
-                stations={p.name: p.station for p in run.packages},
-                tests=outcomes_of(run),
-                findings=run.findings,
-            ),
-        )
+        told: tuple[Finding, ...] = ()
+        if kind != SWITCH_KIND:
+            told = tuple(story_findings.findings(_stories(history, config, stored)))
+        record_into(history, replace(stored, findings=stored.findings + told), keep=kept(config))
     finally:
         history.close()
+    return replace(run, told=told)
+
+
+def kept(config: Config) -> int:
+    """How many runs the history keeps: `keep`, never fewer than a story's window."""
+    return max(config.history.keep, config.history.window, config.history.never_ran_after)
+
+
+def _stories(history: History, config: Config, pending: StoredRun) -> StoryReport:
+    try:
+        return story_findings.read(config, history, pending)
+    except sqlite3.Error as e:
+        raise HistoryError(f"{history.path}: cannot read the history database: {e}") from None
 
 
 def record_switch_runs(config: Config, report: AccelReport, command: str, commit: str | None) -> None:
@@ -69,10 +102,10 @@ def record_switch_runs(config: Config, report: AccelReport, command: str, commit
                 record_test_run(config, run, f"{command} ({r.env}={way.value})", commit, kind=SWITCH_KIND)
 
 
-def record_into(history: History, run: StoredRun) -> None:
-    """Store `run` in `history`; HistoryError (one line) when the database cannot take it."""
+def record_into(history: History, run: StoredRun, *, keep: int | None = None) -> None:
+    """Store `run` in `history`, keeping its last `keep` runs; HistoryError (one line) when the database cannot."""
     try:
-        history.record(run)
+        history.record(run, keep=keep)
     except sqlite3.Error as e:  # another process holding the database past the wait, a full disk
         raise HistoryError(f"{history.path}: cannot write the history database: {e}") from None
 

@@ -52,14 +52,17 @@ class RunResult:
     out_dir: Path
     stations: Inventory | None = None
     unstored: str | None = None  # why the run's records could not be stored (a full disk); its results stand
+    # What the history told of its tests over earlier runs (flaky-history, never-ran, tests-dropped), added once
+    # the run is stored: findings of the run, though no package's own.
+    told: tuple[Finding, ...] = ()
 
     @property
     def findings(self) -> tuple[Finding, ...]:
-        return tuple(f for p in self.packages for f in p.findings)
+        return tuple(f for p in self.packages for f in p.findings) + self.told
 
     @property
     def green(self) -> bool:
-        return all(p.green for p in self.packages)
+        return all(p.green for p in self.packages) and not any(f.severity == "error" for f in self.told)
 
     def to_json(self) -> dict[str, object]:
         return {

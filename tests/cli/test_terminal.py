@@ -24,13 +24,14 @@ from promote.cli.terminal import (
     MIRROR_TONES,
     QUALITY_TONES,
     SEVERITY_TONES,
+    STORY_TONES,
     STYLES,
     Tone,
     mark,
     plain,
     shown,
 )
-from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, QualityVerdict, Severity, Status
+from promote.core.vocab import CheckVerdict, MergeVerdict, MirrorState, QualityVerdict, Severity, Status, StoryKind
 from tests.helpers.ciclone import team_repository
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import commit, git, make_fleet
@@ -127,6 +128,7 @@ def test_every_value_of_each_vocabulary_has_a_tone_and_every_tone_a_style() -> N
         (dict(MERGE_TONES), MergeVerdict),
         (dict(MIRROR_TONES), MirrorState),
         (dict(QUALITY_TONES), QualityVerdict),
+        (dict(STORY_TONES), StoryKind),
     ]
     for tones, vocabulary in tables:
         assert sorted(tones) == sorted(get_args(vocabulary)), vocabulary

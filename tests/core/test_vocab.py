@@ -56,6 +56,10 @@ CONTRACTS: list[tuple[str, str, tuple[object, ...]]] = [
      policies.CONFIGURABLE_LEAK_POLICIES),
     ("config", "properties/tool/properties/promote/properties/packages/items/properties/leaks/enum",
      policies.CONFIGURABLE_LEAK_POLICIES),
+    ("evidence", "properties/stories/properties/tests/items/properties/kind/enum", get_args(vocab.StoryKind)),
+    ("evidence", "properties/stories/properties/tests/items/properties/severity/enum", get_args(vocab.Severity)),
+    ("history", "$defs/story/properties/kind/enum", get_args(vocab.StoryKind)),
+    ("history", "$defs/story/properties/severity/enum", get_args(vocab.Severity)),
     *[(name, "$defs/finding/properties/severity/enum", get_args(vocab.Severity))
       for name in ("accel", "audit", "bisect", "check", "history", "test")],
 ]  # fmt: skip

@@ -50,7 +50,8 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Published]:
     assert second.returncode == 1, second.stderr[-3000:]
     docs = where / "sanctum-docs"
     pages = git(docs, "ls-files", "docs/evidence").split()
-    [page] = [p for p in pages if not p.endswith("/index.md")]
+    [page] = [p for p in pages if p.endswith(".md") and not p.endswith("/index.md")]
+    assert f"{page[: -len('.md')]}.json" in pages, "the evidence JSON is published beside the page"
     yield Published(where, docs, json.loads(first.stdout), json.loads(second.stdout), page, "docs/evidence/index.md")
 
 

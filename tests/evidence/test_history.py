@@ -13,13 +13,13 @@ from promote.evidence.deltas import compare
 from promote.evidence.history import MIGRATIONS, History, HistoryError, StoredRun, TestOutcome
 
 
-def run(run_id: str, started: str, outcomes: dict[str, str], package: str = "pkg") -> StoredRun:
+def run(run_id: str, started: str, outcomes: dict[str, str], package: str = "pkg", commit: str = "") -> StoredRun:
     return StoredRun(
         run_id=run_id,
         kind="audit",
         started=started,
         finished=started,
-        commit="a" * 40,
+        commit=commit or run_id.encode().hex().ljust(40, "0"),  # each run on a commit of its own unless told
         command="promote audit",
         tests=tuple(TestOutcome(package, nodeid, outcome) for nodeid, outcome in outcomes.items()),
     )
@@ -206,7 +206,7 @@ def test_a_schema_1_database_is_migrated_and_keeps_its_runs(tmp_path: Path) -> N
     history.close()
 
     db = sqlite3.connect(tmp_path / "history.sqlite")
-    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 3
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 4
     indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'")}
     assert "runs_started_id" in indexes and "runs_started" not in indexes
     plan = " ".join(r[3] for r in db.execute(
@@ -325,3 +325,34 @@ def test_a_red_test_now_blocked_for_a_missing_requirement_is_not_called_filtered
 
     assert [(d.nodeid, d.after) for d in deltas.filtered] == [("t.py::skipped_now", "skipped")]
     assert deltas.fixed == () and deltas.newly_failing == ()
+
+
+def test_on_one_commit_a_flip_is_flaky_not_fixed_nor_newly_failing() -> None:
+    sha = "8228aec" + "0" * 33
+    before = run("r1", "1", {"t.py::flaky": "failed", "t.py::other": "passed", "t.py::gone": "failed"}, commit=sha)
+    now = run("r2", "2", {"t.py::flaky": "passed", "t.py::other": "failed"}, commit=sha)
+
+    deltas = compare(now, before, tally=lambda package, test: (2, 7))
+
+    assert deltas.fixed == () and deltas.newly_failing == ()
+    assert [(d.nodeid, d.after, d.failed_of) for d in deltas.flipped] == [
+        ("t.py::flaky", "passed", (2, 7)),
+        ("t.py::other", "failed", (2, 7)),
+    ]
+    assert [d.nodeid for d in deltas.filtered] == ["t.py::gone"], "a red test gone is filtered on any commit"
+    assert deltas.to_json()["same_commit"][0]["flaky"] == {"failed": 2, "runs": 7}
+    # The same two runs on two commits: a fix and a new failure, as before.
+    elsewhere = compare(run("r2", "2", {"t.py::flaky": "passed", "t.py::other": "failed"}), before)
+    assert [d.nodeid for d in elsewhere.fixed] == ["t.py::flaky"] and elsewhere.flipped == ()
+    assert [d.nodeid for d in elsewhere.newly_failing] == ["t.py::other"]
+
+
+def test_pruning_keeps_the_newest_runs_in_the_same_transaction(tmp_path: Path) -> None:
+    history = History(tmp_path)
+    for n in range(6):
+        history.record(stored(f"r{n}", f"2026-01-01T00:00:0{n}", "pkg"), keep=4)
+    assert history.run_ids() == ["r5", "r4", "r3", "r2"]
+    assert history.read("SELECT COUNT(*) FROM outcomes")[0][0] == 4
+    assert history.read("SELECT COUNT(*) FROM findings")[0][0] == 0
+    assert [r.tests[0].nodeid for r in map(history.get, history.run_ids())] == [f"t.py::r{n}" for n in (5, 4, 3, 2)]
+    history.close()

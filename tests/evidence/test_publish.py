@@ -20,6 +20,9 @@ from tests.helpers.packages import write_package
 # package at all ("undecided") Tested has nothing to decide.
 BODIES = {"pass": "def test_ok():\n    pass\n", "fail": "def test_red():\n    assert False\n"}
 
+# What an audit with `page = "docs/evidence/latest.md"` commits: the page, its evidence JSON and the index.
+PUBLISHED = "docs/evidence/latest.md, docs/evidence/latest.json, docs/evidence/index.md"
+
 
 def docs_fleet(tmp_path: Path, page: str = "docs/evidence/latest.md", gates: str = "undecided") -> tuple[Fleet, Path]:
     fleet = make_fleet(tmp_path, names=("origin",))
@@ -47,14 +50,13 @@ def test_publish_commits_the_page_and_says_which_commit(tmp_path: Path) -> None:
     fleet, docs = docs_fleet(tmp_path)
     result = run(fleet.work, "audit", "--publish")
     head = git(docs, "rev-parse", "HEAD")
-    assert (
-        f"published: committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]})" in result.stdout
-    ), result.output
+    assert f"published: committed {PUBLISHED} in {docs} ({head[:7]})" in result.stdout, result.output
     assert git(docs, "log", "-1", "--format=%s").startswith("promote: evidence for ")
     assert git(docs, "show", "HEAD:docs/evidence/latest.md").startswith("---\npromote_evidence: page\n")
     # One commit holds the page and the index that lists it.
     assert git(docs, "show", "--name-only", "--format=", "HEAD").split() == [
         "docs/evidence/index.md",
+        "docs/evidence/latest.json",
         "docs/evidence/latest.md",
     ]
     assert "](latest.md)" in git(docs, "show", "HEAD:docs/evidence/index.md")
@@ -194,11 +196,10 @@ def test_a_refusing_pre_commit_hook_leaves_the_docs_repository_as_it_was(tmp_pat
     again = run(fleet.work, "audit", "--publish")
     assert again.exit_code == {4: 0}.get(code, code), again.output
     head = git(docs, "rev-parse", "HEAD")
-    assert (
-        f"published: committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]})" in again.stdout
-    )
+    assert f"published: committed {PUBLISHED} in {docs} ({head[:7]})" in again.stdout
     assert git(docs, "show", "--name-only", "--format=", "HEAD").split() == [
         "docs/evidence/index.md",
+        "docs/evidence/latest.json",
         "docs/evidence/latest.md",
     ]
     assert git(docs, "status", "--porcelain") == "A  notes.md"
@@ -250,10 +251,7 @@ def test_a_refused_push_after_the_commit_is_not_a_pass(tmp_path: Path) -> None:
 
     assert result.exit_code == 4, result.output
     head = git(docs, "rev-parse", "HEAD")
-    assert (
-        f"committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]}); push to origin refused: "
-        in (result.stdout)
-    )
+    assert f"committed {PUBLISHED} in {docs} ({head[:7]}); push to origin refused: " in (result.stdout)
     assert "docs are frozen for the release" in result.stderr
     assert git(mirror, "rev-parse", "main") != head
 
@@ -279,11 +277,10 @@ def test_publish_ignores_an_exported_git_dir_and_commits_into_the_docs_repositor
     assert result.exit_code == 0, result.output
     head = git(docs, "rev-parse", "HEAD")
     assert head != docs_head and git(docs, "rev-parse", "HEAD~1") == docs_head
-    assert (
-        f"published: committed docs/evidence/latest.md, docs/evidence/index.md in {docs} ({head[:7]})" in result.stdout
-    )
+    assert f"published: committed {PUBLISHED} in {docs} ({head[:7]})" in result.stdout
     assert git(docs, "show", "--name-only", "--format=", "HEAD").split() == [
         "docs/evidence/index.md",
+        "docs/evidence/latest.json",
         "docs/evidence/latest.md",
     ]
     # The product repository's checked-out main and its index did not move.
@@ -327,7 +324,7 @@ def test_sigterm_during_the_docs_pre_commit_hook_leaves_the_docs_repository_as_i
     hook.unlink()
     again = run(fleet.work, "audit", "--publish")
     assert again.exit_code == 0, again.output
-    assert "published: committed docs/evidence/latest.md, docs/evidence/index.md" in again.stdout
+    assert f"published: committed {PUBLISHED}" in again.stdout
 
 
 def test_a_publisher_killed_past_catching_leaves_leftovers_the_next_publish_recognises_as_its_own(
@@ -345,7 +342,7 @@ def test_a_publisher_killed_past_catching_leaves_leftovers_the_next_publish_reco
     again = run(fleet.work, "audit", "--publish")
 
     assert again.exit_code == 0, again.output
-    assert "published: committed docs/evidence/latest.md, docs/evidence/index.md" in again.stdout
+    assert f"published: committed {PUBLISHED}" in again.stdout
     assert git(docs, "status", "--porcelain", "--untracked-files=all") == "?? notes.md"
     assert git(docs, "rev-parse", "HEAD~1") == before["head"]
     assert not list((docs / ".git").glob("promote-publish.pending*"))

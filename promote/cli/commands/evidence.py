@@ -83,13 +83,35 @@ def audit(obj: Context, publish: bool, push: bool, bench: bool, candidate: str |
 @click.option(
     "--limit", default=10, show_default=True, type=click.IntRange(1, 100000), help="How many recent runs to list."
 )
+@click.option(
+    "--tests", "tests", is_flag=True, help="List the tests with a story over the window: flaky, never ran, red, gone."
+)
+@click.option(
+    "--test", "test_id", metavar="ID", default=None, help="Show one test's timeline: run, commit, outcome, why."
+)
+@click.option(
+    "--from-docs", "from_docs", is_flag=True,
+    help="With --tests: read the stories from the evidence pages published in the docs repository (the team's).",
+)  # fmt: skip
 @json_option
 @click.pass_obj
-def history(obj: Context, run_id: str | None, limit: int, as_json: bool) -> None:
-    """List recent runs with what changed, or show one run."""
-    from promote.cli.history_report import show_history
+def history(
+    obj: Context, run_id: str | None, limit: int, tests: bool, test_id: str | None, from_docs: bool, as_json: bool
+) -> None:
+    """List recent runs with what changed, or show one run; --tests and --test tell each test's story."""
+    if sum((run_id is not None, test_id is not None, tests)) > 1:
+        raise UsageError("give one of RUN, --tests or --test ID")
+    if from_docs and not tests:
+        raise UsageError("--from-docs goes with --tests")
+    config = load_config_of(obj)
+    if tests or test_id is not None:
+        from promote.cli.stories_report import show_stories, show_timeline
 
-    data, text = show_history(load_config_of(obj), run_id, limit=limit)
+        data, text = show_stories(config, from_docs=from_docs) if tests else show_timeline(config, str(test_id))
+    else:
+        from promote.cli.history_report import show_history
+
+        data, text = show_history(config, run_id, limit=limit)
     emit(data, text, as_json=as_json)
 
 

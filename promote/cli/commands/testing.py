@@ -68,7 +68,7 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
     progress.close()
     try:
         result = blamed_elsewhere(config, result)
-        record_test_run(config, result, command_line(), commit)
+        result = record_test_run(config, result, command_line(), commit)
     except HistoryError as e:
         # The run happened and its results stand: a history that cannot take it (another process holding the
         # database, a full disk) is said, and neither the report nor the exit code depends on it.
