@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from promote.config import Config, PackageConfig
 from promote.core import state
@@ -19,6 +20,10 @@ from promote.runners.configuration import chosen, locate, rootdir_of
 from promote.runners.plugin import progress
 from promote.runners.plugin.records import read_all_results
 from promote.runners.summary import PackageResult
+
+A = TypeVar("A")
+B = TypeVar("B")
+R = TypeVar("R")
 
 
 @dataclass
@@ -198,18 +203,23 @@ def rerun_alone(
     """
     grants = [budget.take(1) for _ in victims]
     steps = Steps(on_step, "alone", sum(grants))
-    workers = max(1, min(len(victims), os.cpu_count() or 1))
+    found = on_free_cores(rerunner, lambda v, g: bisect.rerun_alone(oracle(rerunner, v, steps), g), victims, grants)
+    budget.give(sum(g - a.ran for g, a in zip(grants, found, strict=True)))
+    return found
+
+
+def on_free_cores(rerunner: Rerunner, work: Callable[[A, B], R], firsts: Sequence[A], seconds: Sequence[B]) -> list[R]:
+    """`work` over the pairs, at once on the free cores (each pair's reruns depend on no other's), in their order."""
+    workers = max(1, min(len(firsts), os.cpu_count() or 1))
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rerun")
     try:
-        found = list(pool.map(lambda v, g: bisect.rerun_alone(oracle(rerunner, v, steps), g), victims, grants))
+        return list(pool.map(work, firsts, seconds))
     except BaseException:
         # Interrupted (Ctrl-C): the reruns under way are killed, not waited for, and no more start.
         rerunner.stop()
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    budget.give(sum(g - a.ran for g, a in zip(grants, found, strict=True)))
-    return found
 
 
 def investigate(
@@ -233,22 +243,30 @@ def investigate(
     ]
     modules = imports.importers(result.leaks)
     if modules:
-        verdicts = [_by_import(rerunner, v, modules, budget) for v in verdicts]
+        verdicts = _by_import(rerunner, verdicts, modules, budget)
     found = [f for v in verdicts if (f := verdict_finding(v, leaks, result.locate(v.test))) is not None]
     return replace(result, findings=result.findings + tuple(found), verdicts=tuple(verdicts))
 
 
-def _by_import(rerunner: Rerunner, verdict: bisect.Verdict, modules: list[str], budget: Budget) -> bisect.Verdict:
-    """`imports.by_import` within the run's rerun budget (it needs all of its reruns, or none)."""
+def _by_import(
+    rerunner: Rerunner, verdicts: list[bisect.Verdict], modules: list[str], budget: Budget
+) -> list[bisect.Verdict]:
+    """`imports.by_import` of each genuine failure within the run's rerun budget (each needs all of its reruns, or
+    none, set aside in victim order before any starts), at once on the free cores: each collects the whole package."""
     most = imports.MOST_MODULES + 2
-    if verdict.kind != bisect.GENUINE:
-        return verdict
-    granted = budget.take(most)
-    if granted < most:
-        budget.give(granted)
-        return verdict
-    found = imports.by_import(rerunner, verdict, modules)
-    budget.give(most - (found.reruns - verdict.reruns))
+    grants = []
+    for v in verdicts:
+        granted = budget.take(most) if v.kind == bisect.GENUINE else 0
+        if granted < most:
+            budget.give(granted)
+            granted = 0
+        grants.append(granted)
+
+    def one(verdict: bisect.Verdict, granted: int) -> bisect.Verdict:
+        return imports.by_import(rerunner, verdict, modules) if granted else verdict
+
+    found = on_free_cores(rerunner, one, verdicts, grants)
+    budget.give(sum(g - (f.reruns - v.reruns) for v, f, g in zip(verdicts, found, grants, strict=True) if g))
     return found
 
 
