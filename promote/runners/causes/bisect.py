@@ -106,11 +106,20 @@ class Alone:
     fails: tuple[bool, ...] = ()
     # Why the next rerun alone could not tell (raised again when classify gets there).
     stopped: CannotTell | None = None
+    # The rerun alone with the modules that changed state when imported left out of collection: True, it failed
+    # there too (its own failure; `fails` is that answer); False, it passed there (`fails` is the rerun with the
+    # run's whole collection, made after it); None, not made.
+    without_importers: bool | None = None
+
+    @property
+    def replayed(self) -> int:
+        """The reruns `replaying` answers classify's from (the one that could not tell included)."""
+        return len(self.fails) + (self.stopped is not None)
 
     @property
     def ran(self) -> int:
-        """How many reruns were made (the one that could not tell included)."""
-        return len(self.fails) + (self.stopped is not None)
+        """How many reruns were made: those replayed, and the one without the importers that `fails` does not hold."""
+        return self.replayed + (self.without_importers is False)
 
 
 def rerun_alone(run: Callable[[Sequence[str]], bool], budget: int) -> Alone:

@@ -25,21 +25,28 @@ def importers(leaks: Sequence[LeakRecord]) -> list[str]:
     return list(dict.fromkeys(leak.test for leak in leaks if leak.phase == IMPORT))
 
 
-def by_import(rerunner: Rerunner, verdict: Verdict, modules: Sequence[str]) -> Verdict:
+def suspects_of(test: str, modules: Sequence[str]) -> list[str]:
+    """The modules whose import may make `test` fail: every one that changed state, but its own."""
+    own = test.split("::", 1)[0]
+    return [m for m in modules if m != own]  # a test needs its own module
+
+
+def by_import(rerunner: Rerunner, verdict: Verdict, modules: Sequence[str], *, passed_without: bool = False) -> Verdict:
     """`verdict` of a test failing alone, made order-dependent on the modules whose import makes it fail.
 
     The victim passes with every suspect module left out, and fails again with the named ones collected
-    (the others still left out); otherwise the verdict stays as it was.
+    (the others still left out); otherwise the verdict stays as it was. `passed_without`: the first of
+    these, made already (with the reruns alone).
     """
-    own = verdict.test.split("::", 1)[0]
-    suspects = [m for m in modules if m != own]  # a test needs its own module
+    suspects = suspects_of(verdict.test, modules)
     if verdict.kind != GENUINE or not suspects:
         return verdict
     reruns = verdict.reruns
     try:
-        reruns += 1
-        if rerunner.fails([], verdict.test, ignore=suspects):
-            return replace(verdict, reruns=reruns)
+        if not passed_without:
+            reruns += 1
+            if rerunner.fails([], verdict.test, ignore=suspects):
+                return replace(verdict, reruns=reruns)
         named = list(suspects)
         if 1 < len(suspects) <= MOST_MODULES:
             for module in suspects:

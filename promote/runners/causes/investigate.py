@@ -153,14 +153,17 @@ class Steps:
             self.on_step(Step(self.action, test, self.k, self.n, before))
 
 
-def oracle(rerunner: Rerunner, victim: str, steps: Steps | None = None) -> Callable[[Sequence[str]], bool]:
-    """Whether `victim` fails after the given tests, in a fresh process (bisect's view of a rerun)."""
+def oracle(
+    rerunner: Rerunner, victim: str, steps: Steps | None = None, ignore: Sequence[str] = ()
+) -> Callable[[Sequence[str]], bool]:
+    """Whether `victim` fails after the given tests, in a fresh process (bisect's view of a rerun); `ignore`: modules
+    left out of collection."""
 
     def run(subset: Sequence[str]) -> bool:
         if steps is not None:
             steps.started(victim, len(subset))
         try:
-            return rerunner.fails(subset, victim)
+            return rerunner.fails(subset, victim, ignore=ignore)
         except RerunTimeout as e:
             if not subset:
                 raise bisect.Hung(str(e)) from None
@@ -188,22 +191,42 @@ def investigate_one(
     run = bisect.replaying(done, oracle(rerunner, victim, steps))
     # The budget reruns this classification may make; taken for good when it ends (one victim at a time here).
     granted = budget.take(budget.left)
-    verdict = bisect.classify(victim, prefix, run, budget=granted + done.ran, observed=observed)
+    verdict = bisect.classify(victim, prefix, run, budget=granted + done.replayed, observed=observed)
+    verdict = replace(verdict, reruns=verdict.reruns + done.ran - done.replayed)
     budget.give(granted - (verdict.reruns - done.ran))
     return verdict
 
 
 def rerun_alone(
-    rerunner: Rerunner, victims: Sequence[str], budget: Budget, on_step: StepCallback | None = None
+    rerunner: Rerunner,
+    victims: Sequence[str],
+    budget: Budget,
+    on_step: StepCallback | None = None,
+    importers: Sequence[str] = (),
 ) -> list[bisect.Alone]:
     """Every victim alone, at once on the free cores: each one's step 1 depends on no other victim.
+
+    Where modules changed state when imported (`importers`), a victim is first rerun alone with them left out of
+    collection: failing there, the failure is its own, with no second rerun to tell it from an import's.
 
     The budget is set aside in victim order before any rerun starts, so which victims get reruns
     does not depend on which rerun ends first.
     """
-    grants = [budget.take(1) for _ in victims]
+    grants = [budget.take(2 if imports.suspects_of(v, importers) else 1) for v in victims]
     steps = Steps(on_step, "alone", sum(grants))
-    found = on_free_cores(rerunner, lambda v, g: bisect.rerun_alone(oracle(rerunner, v, steps), g), victims, grants)
+
+    def alone(victim: str, granted: int) -> bisect.Alone:
+        suspects = imports.suspects_of(victim, importers)
+        if not suspects or granted < 2:
+            return bisect.rerun_alone(oracle(rerunner, victim, steps), granted)
+        try:
+            if oracle(rerunner, victim, steps, ignore=suspects)(()):
+                return bisect.Alone((True,), without_importers=True)
+        except bisect.CannotTell as e:
+            return bisect.Alone((), e)
+        return replace(bisect.rerun_alone(oracle(rerunner, victim, steps), granted - 1), without_importers=False)
+
+    found = on_free_cores(rerunner, alone, victims, grants)
     budget.give(sum(g - a.ran for g, a in zip(grants, found, strict=True)))
     return found
 
@@ -233,7 +256,8 @@ def investigate(
     rerunner = Rerunner(pkg, pkg.interpreter, result.out_dir / "reruns", station if station.is_file() else None)
     worker_orders = orders(result.out_dir)
     leaks = [f for f in result.findings if f.check == "leaked-state"]
-    alone = rerun_alone(rerunner, victims, budget, on_step)
+    modules = imports.importers(result.leaks)
+    alone = rerun_alone(rerunner, victims, budget, on_step, modules)
     # Bisection, in victim order: the budget left for each one does not depend on timing.
     verdicts = [
         investigate_one(
@@ -241,31 +265,37 @@ def investigate(
         )
         for victim, done in zip(victims, alone, strict=True)
     ]
-    modules = imports.importers(result.leaks)
     if modules:
-        verdicts = _by_import(rerunner, verdicts, modules, budget)
+        verdicts = _by_import(rerunner, verdicts, modules, budget, [a.without_importers for a in alone])
     found = [f for v in verdicts if (f := verdict_finding(v, leaks, result.locate(v.test))) is not None]
     return replace(result, findings=result.findings + tuple(found), verdicts=tuple(verdicts))
 
 
 def _by_import(
-    rerunner: Rerunner, verdicts: list[bisect.Verdict], modules: list[str], budget: Budget
+    rerunner: Rerunner,
+    verdicts: list[bisect.Verdict],
+    modules: list[str],
+    budget: Budget,
+    without: list[bool | None],
 ) -> list[bisect.Verdict]:
     """`imports.by_import` of each genuine failure within the run's rerun budget (each needs all of its reruns, or
-    none, set aside in victim order before any starts), at once on the free cores: each collects the whole package."""
+    none, set aside in victim order before any starts), at once on the free cores: each collects the whole package.
+    `without`: per victim, whether its rerun alone without the importers failed (True: its own failure, not asked
+    again), passed (False: by_import's first rerun, made already), or was not made (None)."""
     most = imports.MOST_MODULES + 2
     grants = []
-    for v in verdicts:
-        granted = budget.take(most) if v.kind == bisect.GENUINE else 0
+    for v, w in zip(verdicts, without, strict=True):
+        granted = budget.take(most) if v.kind == bisect.GENUINE and w is not True else 0
         if granted < most:
             budget.give(granted)
             granted = 0
         grants.append(granted)
 
-    def one(verdict: bisect.Verdict, granted: int) -> bisect.Verdict:
-        return imports.by_import(rerunner, verdict, modules) if granted else verdict
+    def one(verdict: bisect.Verdict, given: tuple[int, bool | None]) -> bisect.Verdict:
+        granted, passed = given[0], given[1] is False
+        return imports.by_import(rerunner, verdict, modules, passed_without=passed) if granted else verdict
 
-    found = on_free_cores(rerunner, one, verdicts, grants)
+    found = on_free_cores(rerunner, one, verdicts, list(zip(grants, without, strict=True)))
     budget.give(sum(g - (f.reruns - v.reruns) for v, f, g in zip(verdicts, found, grants, strict=True) if g))
     return found
 

@@ -70,3 +70,17 @@ def test_a_test_that_fails_alone_with_no_module_setting_state_stays_genuine(tmp_
     [verdict] = result.packages[0].verdicts
     assert (verdict.test, verdict.kind) == ("tests/test_x.py::test_red", "genuine")
     assert not [f for f in result.findings if f.check in ("order-dependent", "flaky", "leaked-state")]
+
+
+def test_a_failure_of_its_own_beside_a_module_setting_state_costs_one_rerun(tmp_path: Path) -> None:
+    # Rerun alone with the importer left out of collection, it fails all the same: its own failure, told in one
+    # rerun (each rerun collects the whole package; a second to rule the import out would double their cost).
+    files = {"tests/test_setup.py": SETTER, "tests/test_x.py": "def test_red():\n    assert False\n"}
+    write_package(tmp_path, "pkg", files)
+    path = write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    result = run_tests(config.load(path))
+
+    [verdict] = result.packages[0].verdicts
+    assert (verdict.test, verdict.kind, verdict.reruns) == ("tests/test_x.py::test_red", "genuine", 1)
+    assert not [f for f in result.findings if f.check in ("order-dependent", "flaky")]
