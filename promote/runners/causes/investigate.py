@@ -212,11 +212,12 @@ def rerun_alone(
     The budget is set aside in victim order before any rerun starts, so which victims get reruns
     does not depend on which rerun ends first.
     """
-    grants = [budget.take(2 if imports.suspects_of(v, importers) else 1) for v in victims]
+    suspected = [imports.suspects_of(v, importers) for v in victims]
+    grants = [budget.take(2 if suspects else 1) for suspects in suspected]
     steps = Steps(on_step, "alone", sum(grants))
 
-    def alone(victim: str, granted: int) -> bisect.Alone:
-        suspects = imports.suspects_of(victim, importers)
+    def alone(victim: str, given: tuple[int, list[str]]) -> bisect.Alone:
+        granted, suspects = given
         if not suspects or granted < 2:
             return bisect.rerun_alone(oracle(rerunner, victim, steps), granted)
         try:
@@ -226,7 +227,7 @@ def rerun_alone(
             return bisect.Alone((), e)
         return replace(bisect.rerun_alone(oracle(rerunner, victim, steps), granted - 1), without_importers=False)
 
-    found = on_free_cores(rerunner, alone, victims, grants)
+    found = on_free_cores(rerunner, alone, victims, list(zip(grants, suspected, strict=True)))
     budget.give(sum(g - a.ran for g, a in zip(grants, found, strict=True)))
     return found
 
