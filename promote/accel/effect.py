@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from promote.accel.ledger import Acceptance, Tally
-from promote.accel.results import BenchResult, ParityResult, SwitchResult
+from promote.accel.quality import QualityReport
+from promote.accel.results import BenchResult, ParityResult, SwitchResult, case_subject
 from promote.accel.sweep import SweepResult
 from promote.config.settings import AccelerationConfig
 from promote.core.findings import Finding
@@ -14,7 +15,7 @@ IDLE_RATE = 0.05
 
 def off_arms(
     accel: AccelerationConfig, switch: SwitchResult | None, parity: ParityResult | None, timed: BenchResult | None,
-    sweep: SweepResult | None,
+    sweep: SweepResult | None, quality: QualityReport | None = None,
 ) -> list[tuple[str, Tally]]:  # fmt: skip
     """Each run's switched-off arm that wrote a ledger, with what it was (a bench against a revision has none)."""
     out = []
@@ -27,15 +28,18 @@ def off_arms(
         out.append(("requests in the bench's baseline arm", timed.engagement.off))
     if sweep is not None and sweep.engagement is not None:
         out.append(("sweep requests", sweep.engagement.off))
+    if quality is not None and quality.engagement is not None:
+        out.append(("quality items", quality.engagement.off))
     return out
 
 
 def on_arms(
-    switch: SwitchResult | None, parity: ParityResult | None, timed: BenchResult | None, sweep: SweepResult | None
-) -> list[Tally]:
+    switch: SwitchResult | None, parity: ParityResult | None, timed: BenchResult | None, sweep: SweepResult | None,
+    quality: QualityReport | None = None,
+) -> list[Tally]:  # fmt: skip
     """Each run's switched-on arm that wrote a ledger (a bench of named cases is judged per case: `idle_cases`)."""
     bench = None if timed is None or timed.named_cases else timed
-    steps = (switch, parity, bench, sweep)
+    steps = (switch, parity, bench, sweep, quality)
     return [s.engagement.on for s in steps if s is not None and s.engagement is not None]
 
 
@@ -62,14 +66,12 @@ def idle(accel: AccelerationConfig, tallies: list[Tally], case: str | None = Non
     if acc is None or served == 0 or (acc.rate is not None and acc.rate >= IDLE_RATE):
         return []
     env, on = accel.switch.env, accel.switch.on
-    where, subject = (
-        ("", accel.name) if case is None else (f" in the bench's case {case}", f"{accel.name}, case {case}")
-    )
+    where = "" if case is None else f" in the bench's case {case}"
     msg = (
         f"served {served} of {requests} requests{where} with {env}={on}, but accepted {acc.accepted} of "
         f"{acc.drafted} drafted tokens ({rate_text(acc)}): no faster by design"
     )
-    return [Finding("acceleration-idle", "warning", subject, msg, f"{env}={on}")]
+    return [Finding("acceleration-idle", "warning", case_subject(accel.name, case), msg, f"{env}={on}")]
 
 
 def idle_cases(accel: AccelerationConfig, timed: BenchResult | None) -> list[Finding]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from promote.accel.ledger import Tally
-from promote.accel.results import BenchResult, ParityResult, SwitchResult
+from promote.accel.results import BenchResult, ParityResult, SwitchResult, case_subject
 from promote.accel.sweep import SweepClass, SweepResult
 from promote.config.settings import AccelerationConfig
 from promote.core.findings import Finding
@@ -70,9 +70,9 @@ def _bench_vacuous(accel: AccelerationConfig, timed: BenchResult) -> list[Findin
     for case, tally in cases:
         if tally.served:
             continue
-        where, subject = ("", accel.name) if case is None else (f" of case {case}", f"{accel.name}, case {case}")
+        where = "" if case is None else f" of case {case}"
         msg = f"{served(tally)} in the bench's candidate arm{where}: its speedup is not the path's"
-        out.append(Finding("bench-vacuous", "error", subject, msg, f"{env}={on}"))
+        out.append(Finding("bench-vacuous", "error", case_subject(accel.name, case), msg, f"{env}={on}"))
     return out
 
 

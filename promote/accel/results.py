@@ -121,6 +121,11 @@ class Overload:
         return {"load": self.load, "cores": self.cores, "source": self.source}
 
 
+def case_subject(name: str, case: str | None) -> str:
+    """A finding's subject for a path's bench case: the path's name, with the case's when the bench has cases."""
+    return name if case is None else f"{name}, case {case}"
+
+
 @dataclass(frozen=True)
 class CaseResult:
     """One workload's interleaved A/B: its speedup's median, interval and verdict, and both arms."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from promote.accel.results import BenchResult, CaseResult
+from promote.accel.results import BenchResult, CaseResult, case_subject
 from promote.config.settings import AccelerationConfig
 from promote.core.findings import Finding
 
@@ -18,7 +18,7 @@ def speed_findings(accel: AccelerationConfig, timed: BenchResult | None) -> tupl
         return ()
     out = []
     for c in timed.cases:
-        subject = accel.name if c.name is None else f"{accel.name}, case {c.name}"
+        subject = case_subject(accel.name, c.name)
         if c.verdict == "slower":
             msg = (
                 f"speedup {figure(c, timed.metric)}: its whole interval is below 1.0x, "

@@ -153,11 +153,8 @@ def counted(
         # No count to read: today's results stand, labelled as such; the caller's view of the sweep still counts.
         return (engaged.missing(accel), *(engaged.sweep_findings(accel, sweep) if sweep is not None else ()))
     out = engaged.vacuous(accel, switch, parity, timed)
-    rated = quality.engagement if quality is not None else None
-    out += effect.ineffective(
-        accel, effect.off_arms(accel, switch, parity, timed, sweep) + ([("quality items", rated.off)] if rated else [])
-    )
-    out += effect.idle(accel, effect.on_arms(switch, parity, timed, sweep) + ([rated.on] if rated else []))
+    out += effect.ineffective(accel, effect.off_arms(accel, switch, parity, timed, sweep, quality))
+    out += effect.idle(accel, effect.on_arms(switch, parity, timed, sweep, quality))
     out += effect.idle_cases(accel, timed)
     if sweep is not None:
         out += engaged.sweep_findings(accel, sweep)
