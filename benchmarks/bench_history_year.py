@@ -46,21 +46,26 @@ def outcome(n: int, night: int) -> tuple[str, str | None, str | None]:
     return "passed", None, None
 
 
+FILTERED = '-m "not gpu" in job `tests` of .github/workflows/ci.yml'
+
+
 def night(i: int, tests: int) -> StoredRun:
     started = (START + timedelta(days=i)).isoformat(timespec="microseconds")
     commit = f"{i // 3:040x}"  # a new commit every third night: flaky tests pass and fail on one commit
+    audit = bool(i % 2)  # an audit reads CI: a hundred tests (1%) no CI job runs
     outcomes = []
     for n in range(tests):
         word, reason, blocker = outcome(n, i)
         package = PACKAGES[n % len(PACKAGES)]
         nodeid = f"tests/test_m{n // 40:04d}.py::test_case_{n:05d}"
         verdict = "flaky" if word == "failed" else None
-        outcomes.append(TestOutcome(package, nodeid, word, 0.01, "local", reason, blocker, verdict))
+        ci = FILTERED if audit and n % 100 == 23 else None
+        outcomes.append(TestOutcome(package, nodeid, word, 0.01, "local", reason, blocker, verdict, ci))
     return StoredRun(
         run_id=f"{started[:10].replace('-', '')}T023000Z-{i:04x}", kind="audit" if i % 2 else "test",
         started=started, finished=started, commit=commit, command="promote audit",
         stations={p: "local" for p in PACKAGES}, gates={"tested": "fail" if i % 60 > 50 else "pass"} if i % 2 else {},
-        tests=tuple(outcomes),
+        tests=tuple(outcomes), ci_read=audit,
     )  # fmt: skip
 
 

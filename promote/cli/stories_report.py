@@ -29,10 +29,14 @@ def story_line(s: TestStory) -> str:
     )
 
 
+def _opened(config: Config, from_docs: bool) -> History:
+    """This clone's history, or the cache of the pages published in the docs repository."""
+    return docs_history.cache(config) if from_docs else History(state.state_dir(config.root))
+
+
 def show_stories(config: Config, *, from_docs: bool = False) -> tuple[dict[str, Any], str]:
     """(JSON data, text) for `promote history --tests`: from this clone's history, or from the published pages."""
-    opened = docs_history.cache(config) if from_docs else History(state.state_dir(config.root))
-    with closing(opened) as history:
+    with closing(_opened(config, from_docs)) as history:
         report = story_findings.read(config, history, shared=from_docs)
     data = story_findings.section(report) or {}
     head = f"stories over the last {report.runs} runs (window {report.window})"
@@ -46,30 +50,61 @@ def show_stories(config: Config, *, from_docs: bool = False) -> tuple[dict[str, 
     return data, "\n".join([f"{head}:", *lines])
 
 
-def show_timeline(config: Config, test_id: str) -> tuple[dict[str, Any], str]:
-    """(JSON data, text) for `promote history --test ID`: every run of it, and its story when it has one."""
-    with closing(History(state.state_dir(config.root))) as history:
+def _entry(o: story_window.Outing) -> dict[str, object]:
+    return {
+        "run": o.run.run_id, "kind": o.run.kind, "started": o.run.started, "commit": o.run.commit,
+        "package": o.test.package, "outcome": o.test.outcome, "verdict": o.test.verdict, "reason": o.test.reason,
+        "blocker": o.test.blocker, "ci": o.test.ci,
+    }  # fmt: skip
+
+
+def _outing_line(o: story_window.Outing) -> str:
+    why = "; ".join(
+        x
+        for x in (
+            o.test.verdict and f"reruns: {o.test.verdict}",
+            o.test.reason,
+            o.test.ci and f"no CI job runs it: {o.test.ci}",
+        )
+        if x
+    )
+    return (
+        f"  {o.run.started[:19]}  {o.run.run_id}  {(o.run.commit or '-')[:7]}  {o.test.package}  {o.test.outcome}"
+        + (f"  ({why})" if why else "")
+    )
+
+
+def show_timeline(config: Config, test_id: str, *, from_docs: bool = False) -> tuple[dict[str, Any], str]:
+    """(JSON data, text) for `promote history --test ID`: every run of it, and its story when it has one.
+
+    From the published pages (`from_docs`), which list only the tests that did not pass or that CI left out, the
+    runs of its package that do not list it are counted apart: it passed there, or was not collected yet.
+    """
+    with closing(_opened(config, from_docs)) as history:
         outings = story_window.timeline(history, test_id)
-        report = story_findings.read(config, history)
+        unlisted = story_window.unlisted(history, outings) if from_docs and outings else []
+        report = story_findings.read(config, history, shared=from_docs)
     stories = [s for s in report.stories if s.test == test_id]
-    entries = [
-        {"run": o.run.run_id, "kind": o.run.kind, "started": o.run.started, "commit": o.run.commit,
-         "package": o.test.package, "outcome": o.test.outcome, "verdict": o.test.verdict, "reason": o.test.reason,
-         "blocker": o.test.blocker}
-        for o in outings
-    ]  # fmt: skip
-    data = {
+    data: dict[str, Any] = {
         "test": test_id,
+        "source": "docs" if from_docs else "history",
         "stories": [{**s.to_json(), "line": story_findings.line(s)} for s in stories],
-        "timeline": entries,
+        "timeline": [_entry(o) for o in outings],
     }
+    if from_docs:
+        data["unlisted"] = unlisted
     if not outings:
-        return data, f"{test_id}: in no stored run"
+        where = (
+            "listed on no published page (a page lists only the tests that did not pass)"
+            if from_docs
+            else "in no stored run"
+        )
+        return data, f"{test_id}: {where}"
     lines = [story_line(s) for s in stories] or [f"{test_id}: no story over the last {report.runs} runs"]
-    for o in outings:
-        why = "; ".join(x for x in (o.test.verdict and f"reruns: {o.test.verdict}", o.test.reason) if x)
+    lines += [_outing_line(o) for o in outings]
+    if unlisted:
         lines.append(
-            f"  {o.run.started[:19]}  {o.run.run_id}  {(o.run.commit or '-')[:7]}  {o.test.package}  {o.test.outcome}"
-            + (f"  ({why})" if why else "")
+            f"  and {len(unlisted)} more runs of its package whose pages do not list it:"
+            " passed there, or not collected yet"
         )
     return data, "\n".join(lines)

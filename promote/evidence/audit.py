@@ -91,17 +91,23 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
-def collected_ids(ws: Workspace, run: RunResult | None) -> list[str]:
-    """Every test id that ran, relative to the repository root (what CI configurations name)."""
-    if run is None:
-        return []
-    ids = []
-    for p in run.packages:
+def collected_ids(ws: Workspace, run: RunResult | None) -> dict[str, tuple[str, str]]:
+    """Every test id that ran, relative to the repository root (what CI configurations name): its package and id."""
+    ids: dict[str, tuple[str, str]] = {}
+    for p in run.packages if run else ():
         prefix = os.path.relpath(p.path, ws.repo.root).replace(os.sep, "/")
         base = "" if prefix == "." else f"{prefix}/"
-        ids += [f"{base}{t.nodeid}" for t in p.tests if t.parent is None]
-        ids += [f"{base}{n}" for n in p.crashed_tests]
+        for nodeid in [*(t.nodeid for t in p.tests if t.parent is None), *p.crashed_tests]:
+            ids[f"{base}{nodeid}"] = (p.name, nodeid)
     return ids
+
+
+def left_out_by_ci(ws: Workspace, run: RunResult | None, ci: CheckOutcome | None) -> dict[tuple[str, str], str] | None:
+    """Why no CI job runs each test that none does, by (package, test id); None when CI was not read."""
+    if not isinstance(ci, CIOutcome):
+        return None
+    rooted = collected_ids(ws, run)
+    return {rooted[n.test]: n.why for n in ci.not_run if n.test in rooted}
 
 
 def run_checks(ws: Workspace, result: CheckResult, run: RunResult | None) -> dict[str, CheckOutcome]:
@@ -109,7 +115,7 @@ def run_checks(ws: Workspace, result: CheckResult, run: RunResult | None) -> dic
     # check() already measured the drift (and raised on a measuring error); measuring again would rerun
     # deployed_command and could judge a different answer than the one the check reported.
     outcomes = {"deployed": audit_deployed(ws.repo, cfg, result.candidate, drift=result.drift)}
-    report = survey_ci(ws.repo.root, cfg, collected_ids(ws, run))
+    report = survey_ci(ws.repo.root, cfg, list(collected_ids(ws, run)))
     # A repository without CI workflows has nothing for the CI audit to judge; the gate says so instead.
     if report.workflows:
         outcomes["ci"] = ci_outcome(report)
@@ -131,6 +137,7 @@ class Observed:
     accel: AccelReport | None
     # Where --publish puts the page in the docs repository, fixed (and checked) before anything ran.
     page: str | None = None
+    left_out: dict[tuple[str, str], str] | None = None  # why no CI job runs a test, by (package, id); None: not read
 
 
 @dataclass(frozen=True)
@@ -166,7 +173,7 @@ def observe(
     outcomes = run_checks(ws, result, run)
     # Each accelerated path's switch both ways and parity; its bench only when asked (benches are long).
     accel = run_accelerations(cfg, bench=bench, on_progress=on_progress) if cfg.accelerations else None
-    return Observed(run_id, started, result, run, outcomes, accel, page)
+    return Observed(run_id, started, result, run, outcomes, accel, page, left_out_by_ci(ws, run, outcomes.get("ci")))
 
 
 def decide_gates(cfg: Config, seen: Observed, deltas: deltas_mod.Deltas) -> dict[str, gates.Gate]:
@@ -214,7 +221,7 @@ def decide(
 
 def decide_and_record(cfg: Config, seen: Observed, command: str) -> Decided:
     """Compare with the previous run, decide the gates, store the run in the history; what it refused is `unstored`."""
-    run = seen.run
+    run, left_out = seen.run, seen.left_out or {}
     stored = StoredRun(
         run_id=seen.run_id,
         kind="audit",
@@ -224,7 +231,8 @@ def decide_and_record(cfg: Config, seen: Observed, command: str) -> Decided:
         command=command,
         mirrors={m.name: m.head for m in seen.check.mirrors},
         stations={p.name: p.station for p in run.packages} if run else {},
-        tests=outcomes_of(run),
+        tests=tuple(replace(t, ci=left_out.get((t.package, t.nodeid))) for t in outcomes_of(run)),
+        ci_read=seen.left_out is not None,
     )
     unstored: list[Unstored] = []
     history = attempt(unstored, "history", lambda: History(state.state_dir(cfg.root)))

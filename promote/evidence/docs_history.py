@@ -23,7 +23,8 @@ SCHEMA_ID = "urn:promote-release:promote/schemas/evidence.schema.json"
 
 
 def outcomes(run: StoredRun) -> dict[str, Any]:
-    """What a published page needs to be a run of the shared history: the packages' counts, the tests not passing."""
+    """What a published page needs to be a run of the shared history: the packages' counts, and the tests that did not
+    pass or that no CI job runs."""
     collected: dict[str, int] = {}
     for t in run.tests:
         collected[t.package] = collected.get(t.package, 0) + 1
@@ -33,8 +34,9 @@ def outcomes(run: StoredRun) -> dict[str, Any]:
         "commit": run.commit,
         "stations": run.stations,
         "collected": collected,
-        "tests": [[t.package, t.nodeid, t.outcome, t.reason, t.blocker, t.verdict]
-                  for t in run.tests if t.outcome != "passed"],
+        "ci": run.ci_read,
+        "tests": [[t.package, t.nodeid, t.outcome, t.reason, t.blocker, t.verdict, t.ci]
+                  for t in run.tests if t.outcome != "passed" or t.ci],
     }  # fmt: skip
 
 
@@ -43,8 +45,9 @@ def _run_of(doc: dict[str, Any]) -> StoredRun | None:
     shared = doc.get("outcomes")
     if doc.get("$schema") != SCHEMA_ID or not isinstance(shared, dict):
         return None
-    tests = tuple(TestOutcome(p, n, o, 0.0, "", reason, blocker, verdict) for p, n, o, reason, blocker, verdict
-                  in shared["tests"])  # fmt: skip
+    # A page published before CI was kept per test has six items a test, and no `ci`.
+    tests = tuple(TestOutcome(p, n, o, 0.0, "", reason, blocker, verdict, ci[0] if ci else None)
+                  for p, n, o, reason, blocker, verdict, *ci in shared["tests"])  # fmt: skip
     return StoredRun(
         run_id=str(doc["run"]),
         kind=str(shared["kind"]),
@@ -56,6 +59,7 @@ def _run_of(doc: dict[str, Any]) -> StoredRun | None:
         stations={p: str(shared["stations"].get(p, "")) for p in shared["collected"]},
         gates={k: str(g["status"]) for k, g in doc["gates"].items()},
         tests=tests,
+        ci_read=bool(shared.get("ci", False)),
     )
 
 

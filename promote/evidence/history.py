@@ -42,6 +42,7 @@ class TestOutcome:
     reason: str | None = None  # why it did not run: a skip's reason, or the requirements it lacked
     blocker: str | None = None  # for a blocked test, the check that blocked it (impossible-requirement, ...)
     verdict: str | None = None  # for a red test, what its reruns showed (genuine, flaky, ...)
+    ci: str | None = None  # why no CI job runs it, when the run read CI (`StoredRun.ci_read`) and none does
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class StoredRun:
     tests: tuple[TestOutcome, ...] = ()
     findings: tuple[Finding, ...] = ()
     interrupted: bool = False  # stopped by a signal before it finished: its tests are what had finished
+    ci_read: bool = False  # the run read the CI workflows: a test whose `ci` is None is run by some CI job
 
     @property
     def packages(self) -> set[str]:
@@ -76,7 +78,13 @@ def _redacted(run: StoredRun) -> StoredRun:
         run,
         command=r(run.command),
         tests=tuple(
-            replace(t, nodeid=r(t.nodeid), reason=None if t.reason is None else r(t.reason)) for t in run.tests
+            replace(
+                t,
+                nodeid=r(t.nodeid),
+                reason=None if t.reason is None else r(t.reason),
+                ci=None if t.ci is None else r(t.ci),
+            )
+            for t in run.tests
         ),
         findings=tuple(
             replace(f, subject=r(f.subject), message=r(f.message), cause=None if f.cause is None else r(f.cause))
@@ -174,17 +182,18 @@ class History:
             _delete(db, "SELECT seq FROM runs WHERE id = ?", (run.run_id,))
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM runs").fetchone()[0]
             db.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.run_id, run.kind, run.started, run.finished, run.commit, run.command,
                     json.dumps(run.mirrors), json.dumps(run.stations), json.dumps(run.gates), int(run.interrupted), seq,
+                    int(run.ci_read),
                 ),
             )  # fmt: skip
             ids = _test_ids(db, run.tests)
             db.executemany(
-                "INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(seq, ids[(t.package, t.nodeid)], pos, t.outcome, round(t.duration_s * 1e6),
-                  None if t.station == run.stations.get(t.package) else t.station, t.reason, t.blocker, t.verdict)
+                  None if t.station == run.stations.get(t.package) else t.station, t.reason, t.blocker, t.verdict, t.ci)
                  for pos, t in enumerate(run.tests)],
             )  # fmt: skip
             db.executemany(
@@ -217,9 +226,9 @@ class History:
         stations = json.loads(row[7])
         tests = [
             TestOutcome(package, nodeid, outcome, us / 1e6, stations.get(package, "") if station is None else station,
-                        reason, blocker, verdict)
-            for package, nodeid, outcome, us, station, reason, blocker, verdict in self._db.execute(
-                "SELECT i.package, i.nodeid, o.outcome, o.duration_us, o.station, o.reason, o.blocker, o.verdict"
+                        reason, blocker, verdict, ci)
+            for package, nodeid, outcome, us, station, reason, blocker, verdict, ci in self._db.execute(
+                "SELECT i.package, i.nodeid, o.outcome, o.duration_us, o.station, o.reason, o.blocker, o.verdict, o.ci"
                 " FROM outcomes AS o JOIN test_ids AS i ON i.id = o.test WHERE o.run = ? ORDER BY o.pos",
                 (row[10],),
             )
@@ -241,6 +250,7 @@ class History:
             tests=tuple(tests),
             findings=tuple(Finding(*f) for f in findings),
             interrupted=bool(row[9]),
+            ci_read=bool(row[11]),
         )
 
     def previous(self, run: StoredRun) -> StoredRun | None:

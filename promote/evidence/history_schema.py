@@ -86,6 +86,13 @@ MIGRATIONS = (
              AND i.nodeid = t.nodeid;
     DROP TABLE tests;
     """,
+    # What CI does with each test is part of its story: a test no CI job runs never does its job at the merge,
+    # however often it passes here. `runs.ci` says the run read the CI workflows (an audit); a row's `ci` is why no
+    # job runs the test (NULL: a job does, or the run did not read CI).
+    """
+    ALTER TABLE runs ADD COLUMN ci INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE outcomes ADD COLUMN ci TEXT;
+    """,
 )
 
 

@@ -5,8 +5,10 @@ Pure: reads a `Window` (story_window) and gives a frozen `StoryReport`; the sent
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Literal
 
 from promote.config import HistoryConfig
 from promote.core.vocab import RED, Severity, StoryKind, is_red
@@ -18,6 +20,9 @@ from promote.evidence.story_window import Key, Window, WindowRun
 NOT_RUN = ("blocked", "skipped", "xfailed", "deselected")
 RED_STREAK = 3  # a test red this many runs in a row, or a gate failing this many audits in a row, is told
 NO_STATION = "impossible-requirement"  # the blocker that no station of the fleet can lift
+LEFT_OUT = "left out by CI"  # a never-ran test's outcome when it ran here but no CI job runs it
+StreakOf = Literal["runs", "audits"]  # what a never-ran streak counts: every run, or the audits (which read CI)
+Seen = list[tuple[WindowRun, TestOutcome]]
 
 
 @dataclass(frozen=True)
@@ -45,8 +50,9 @@ class TestStory:
     since_failure: int = 0  # flaky-history: runs of its package since it last failed (0: the latest)
     verdicts: tuple[str, ...] = ()  # what the reruns showed each time it was red there
     streak: int = 0  # never-ran and red-streak: runs in a row, up to the latest
+    streak_of: StreakOf = "runs"  # never-ran: "audits" when CI left it out of each (only audits read CI)
     since: str = ""  # when the streak began
-    outcome: str = ""  # never-ran: what it was each time ("skipped", "blocked", ... or "not run" when mixed)
+    outcome: str = ""  # never-ran: what it was each time ("skipped", "blocked", LEFT_OUT, ... "not run" when mixed)
     reason: str | None = None  # never-ran: why, as the latest run said
 
     def to_json(self) -> dict[str, object]:
@@ -131,7 +137,7 @@ def _flips(outcomes: list[str]) -> int:
     return sum(1 for a, b in pairwise(outcomes) if is_red(a) != is_red(b))
 
 
-def _base(key: Key, seen: list[tuple[WindowRun, TestOutcome]], kind: StoryKind, severity: Severity) -> TestStory:
+def _base(key: Key, seen: Seen, kind: StoryKind, severity: Severity) -> TestStory:
     """The counts every story has, over the runs (oldest first) it was seen in."""
     outcomes = [t.outcome for _, t in seen]
     commits = tuple(dict.fromkeys(r.commit for r, _ in seen if r.commit))
@@ -151,34 +157,45 @@ def _base(key: Key, seen: list[tuple[WindowRun, TestOutcome]], kind: StoryKind, 
     )  # fmt: skip
 
 
-def _streak(seen: list[tuple[WindowRun, TestOutcome]], runs: list[WindowRun], wanted: tuple[str, ...]) -> int:
-    """How many of its package's latest runs in a row saw the test with one of the `wanted` outcomes."""
+def _quiet(t: TestOutcome) -> bool:
+    """It did not do its job in that run: it did not run here, or it did and no CI job runs it."""
+    return t.outcome in NOT_RUN or t.ci is not None
+
+
+def _quiet_streak(seen: Seen, runs: list[WindowRun], quiet: Callable[[TestOutcome], bool]) -> Seen:
+    """The latest of `runs` in a row (oldest first) in which the test was `quiet`."""
     at = {r.run_id: t for r, t in seen}
-    n = 0
+    streak: Seen = []
     for r in reversed(runs):
         t = at.get(r.run_id)
-        if t is None or t.outcome not in wanted:
+        if t is None or not quiet(t):
             break
-        n += 1
-    return n
+        streak.append((r, t))
+    return streak[::-1]
 
 
-def _never_ran(
-    key: Key, seen: list[tuple[WindowRun, TestOutcome]], runs: list[WindowRun], after: int
-) -> TestStory | None:
-    n = _streak(seen, runs, NOT_RUN)
-    if n < after:
-        return None
-    streak = seen[-n:]
+def _never_ran(key: Key, seen: Seen, runs: list[WindowRun], after: int) -> tuple[TestStory, Seen] | None:
+    """Quiet in each of its package's last `after` runs, or left out by CI in each of the last `after` audits: the
+    story, and the runs of the streak."""
+    streak = _quiet_streak(seen, runs, _quiet)
+    if len(streak) < after:
+        # Only audits read CI: a test no CI job runs is told over them, whatever a `promote test` between them saw.
+        streak = _quiet_streak(seen, [r for r in runs if r.ci_read], lambda t: t.ci is not None)
+        if len(streak) < after:
+            return None
     latest = streak[-1][1]
-    kinds = {t.outcome for _, t in streak}
+    kinds = {t.outcome if t.outcome in NOT_RUN else LEFT_OUT for _, t in streak}
+    outcome = next(iter(kinds)) if len(kinds) == 1 else "not run"
     severity: Severity = "error" if latest.blocker == NO_STATION else "warning"
-    story = _base(key, seen, "never-ran", severity)
-    outcome = kinds.pop() if len(kinds) == 1 else "not run"
-    return _with(story, streak=n, since=streak[0][0].started, outcome=outcome, reason=latest.reason)
+    story = _with(
+        _base(key, seen, "never-ran", severity), streak=len(streak), since=streak[0][0].started,
+        streak_of="audits" if outcome == LEFT_OUT else "runs", outcome=outcome,
+        reason=latest.reason if latest.outcome in NOT_RUN else latest.ci,
+    )  # fmt: skip
+    return story, streak
 
 
-def _flaky_commits(seen: list[tuple[WindowRun, TestOutcome]]) -> list[str]:
+def _flaky_commits(seen: Seen) -> list[str]:
     """The commits (oldest first) the test both passed and failed on."""
     reds: dict[str, set[bool]] = {}
     for r, t in seen:
@@ -187,7 +204,7 @@ def _flaky_commits(seen: list[tuple[WindowRun, TestOutcome]]) -> list[str]:
     return [c for c, seen_red in reds.items() if seen_red == {True, False}]
 
 
-def _flaky(key: Key, seen: list[tuple[WindowRun, TestOutcome]], runs: list[WindowRun]) -> TestStory | None:
+def _flaky(key: Key, seen: Seen, runs: list[WindowRun]) -> TestStory | None:
     """Passed and failed on one commit: the latest such commit, with its counts."""
     flaky_on = _flaky_commits(seen)
     if not flaky_on:
@@ -204,11 +221,11 @@ def _flaky(key: Key, seen: list[tuple[WindowRun, TestOutcome]], runs: list[Windo
     )  # fmt: skip
 
 
-def _red(key: Key, seen: list[tuple[WindowRun, TestOutcome]], runs: list[WindowRun]) -> TestStory | None:
-    n = _streak(seen, runs, RED)
-    if n < RED_STREAK:
+def _red(key: Key, seen: Seen, runs: list[WindowRun]) -> TestStory | None:
+    streak = _quiet_streak(seen, runs, lambda t: t.outcome in RED)
+    if len(streak) < RED_STREAK:
         return None
-    return _with(_base(key, seen, "red-streak", "warning"), streak=n, since=seen[-n][0].started)
+    return _with(_base(key, seen, "red-streak", "warning"), streak=len(streak), since=streak[0][0].started)
 
 
 def _with(story: TestStory, **changes: object) -> TestStory:
@@ -265,14 +282,17 @@ def tell(window: Window, settings: HistoryConfig) -> StoryReport:
         seen = [(r, by_run[r.run_id]) for r in recent if r.run_id in by_run]
         if not seen:
             continue
-        story = (
-            _never_ran(key, [(r, by_run[r.run_id]) for r in runs if r.run_id in by_run], runs, settings.never_ran_after)
-            or _flaky(key, seen, recent)
-            or _red(key, seen, recent)
-        )
+        never = _never_ran(key, [(r, by_run[r.run_id]) for r in runs if r.run_id in by_run], runs,
+                           settings.never_ran_after)  # fmt: skip
+        story = never[0] if never else _flaky(key, seen, recent) or _red(key, seen, recent)
         if story is not None:
             stories.append(story)
-        _mark(story, seen, flaky_at, quiet_at)
+        if story is not None and story.kind == "flaky-history":
+            for r, t in seen:
+                if r.commit == story.commit and is_red(t.outcome):
+                    flaky_at[r.run_id] = flaky_at.get(r.run_id, 0) + 1
+        for r, _ in never[1] if never else ():
+            quiet_at[r.run_id] = quiet_at.get(r.run_id, 0) + 1
     marks = tuple(RunMarks(r.run_id, flaky_at.get(r.run_id, 0), quiet_at.get(r.run_id, 0)) for r in window.runs)
     order = {"error": 0, "warning": 1, "info": 2}
     return StoryReport(
@@ -284,19 +304,3 @@ def tell(window: Window, settings: HistoryConfig) -> StoryReport:
         gates=tuple(_gates(window)),
         marks=marks,
     )
-
-
-def _mark(
-    story: TestStory | None, seen: list[tuple[WindowRun, TestOutcome]], flaky_at: dict[str, int],
-    quiet_at: dict[str, int],
-) -> None:  # fmt: skip
-    """Count the story into the runs it shows in: a flaky test's red runs on its commit, a quiet test's streak."""
-    if story is None:
-        return
-    if story.kind == "flaky-history":
-        for r, t in seen:
-            if r.commit == story.commit and is_red(t.outcome):
-                flaky_at[r.run_id] = flaky_at.get(r.run_id, 0) + 1
-    elif story.kind == "never-ran":
-        for r, _ in seen[-story.streak :]:
-            quiet_at[r.run_id] = quiet_at.get(r.run_id, 0) + 1

@@ -64,7 +64,7 @@ def line(story: TestStory) -> str:
             f" {ago}); flip rate {_pct(story.flip_rate)}, failure rate {_pct(story.failure_rate)}{reruns}"
         )
     if story.kind == "never-ran":
-        said = f"{story.outcome} in all {story.streak} runs since {_day(story.since)}"
+        said = f"{story.outcome} in all {story.streak} {story.streak_of} since {_day(story.since)}"
         if story.severity == "error":
             return f"{said}: needs {story.reason}, which no station has"
         return f"{said}: {story.reason}" if story.reason else said

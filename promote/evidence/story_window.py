@@ -24,6 +24,7 @@ class WindowRun:
     gates: dict[str, str]
     collected: dict[str, int]  # package -> tests collected (every outcome)
     seq: int = 0  # its number in the database (0: not stored yet)
+    ci_read: bool = False  # it read the CI workflows: each test's `ci` says whether a CI job runs it
 
 
 @dataclass(frozen=True)
@@ -48,15 +49,18 @@ class Window:
 
 def _runs(history: History, limit: int, pending: StoredRun | None, *, implied: bool) -> list[WindowRun]:
     rows = history.read(
-        "SELECT id, started, commit_sha, kind, gates, seq, stations FROM runs WHERE interrupted = 0 AND kind != ?"
+        "SELECT id, started, commit_sha, kind, gates, seq, stations, ci FROM runs WHERE interrupted = 0 AND kind != ?"
         " AND id != ? ORDER BY started DESC, id DESC LIMIT ?",
         (SWITCH_KIND, pending.run_id if pending else "", limit - (pending is not None)),
     )
     # Implied: a run keeps only its tests that did not pass; the packages it ran are its stations' keys.
     runs = [
-        WindowRun(r[0], r[1], r[2], r[3], json.loads(r[4]), dict.fromkeys(json.loads(r[6]), 0) if implied else {}, r[5])
+        WindowRun(
+            r[0], r[1], r[2], r[3], json.loads(r[4]), dict.fromkeys(json.loads(r[6]), 0) if implied else {}, r[5],
+            bool(r[7]),
+        )
         for r in reversed(rows)
-    ]
+    ]  # fmt: skip
     if runs:
         counted: dict[int, dict[str, int]] = {r.seq: r.collected for r in runs}
         for seq, package, n in history.read(
@@ -69,7 +73,12 @@ def _runs(history: History, limit: int, pending: StoredRun | None, *, implied: b
         collected: dict[str, int] = {}
         for t in pending.tests:
             collected[t.package] = collected.get(t.package, 0) + 1
-        runs.append(WindowRun(pending.run_id, pending.started, pending.commit, pending.kind, pending.gates, collected))
+        runs.append(
+            WindowRun(
+                pending.run_id, pending.started, pending.commit, pending.kind, pending.gates, collected,
+                ci_read=pending.ci_read,
+            )
+        )  # fmt: skip
     return runs
 
 
@@ -80,9 +89,9 @@ def _marks(runs: list[WindowRun]) -> str:
 def _not_passing(
     history: History, runs: list[WindowRun], pending: StoredRun | None
 ) -> dict[Key, dict[str, TestOutcome]]:
-    """Every outcome, in every run, of each test that did not pass in at least one of them."""
+    """Every outcome, in every run, of each test that did not pass (or that CI left out) in at least one of them."""
     stored = [r for r in runs if r.seq]
-    news = [(t.package, t.nodeid) for t in (pending.tests if pending else ()) if t.outcome != "passed"]
+    news = [(t.package, t.nodeid) for t in (pending.tests if pending else ()) if t.outcome != "passed" or t.ci]
     out: dict[Key, dict[str, TestOutcome]] = {key: {} for key in news}
     if stored:
         seqs, marks = tuple(r.seq for r in stored), _marks(stored)
@@ -91,7 +100,7 @@ def _not_passing(
         history.read("DELETE FROM story_keys")
         history.read(
             "INSERT OR IGNORE INTO story_keys"
-            f" SELECT DISTINCT test FROM outcomes WHERE run IN ({marks}) AND outcome != 'passed'",
+            f" SELECT DISTINCT test FROM outcomes WHERE run IN ({marks}) AND (outcome != 'passed' OR ci IS NOT NULL)",
             seqs,
         )
         history.many(
@@ -99,8 +108,8 @@ def _not_passing(
         )
         by_seq = {r.seq: r.run_id for r in stored}
         for row in history.read(
-            "SELECT o.run, i.package, i.nodeid, o.outcome, o.duration_us, o.station, o.reason, o.blocker, o.verdict"
-            " FROM story_keys AS k JOIN test_ids AS i ON i.id = k.id"
+            "SELECT o.run, i.package, i.nodeid, o.outcome, o.duration_us, o.station, o.reason, o.blocker, o.verdict,"
+            " o.ci FROM story_keys AS k JOIN test_ids AS i ON i.id = k.id"
             f" JOIN outcomes AS o ON o.test = k.id AND o.run IN ({marks})",
             seqs,
         ):
@@ -225,7 +234,7 @@ def timeline(history: History, nodeid: str) -> list[Outing]:
         return []
     rows = history.read(
         "SELECT r.id, r.started, r.commit_sha, r.kind, r.gates, r.stations, o.test, o.outcome, o.duration_us,"
-        " o.station, o.reason, o.blocker, o.verdict FROM runs AS r JOIN outcomes AS o ON o.run = r.seq"
+        " o.station, o.reason, o.blocker, o.verdict, o.ci, r.ci FROM runs AS r JOIN outcomes AS o ON o.run = r.seq"
         f" AND o.test IN ({', '.join('?' * len(ids))})"
         " WHERE r.interrupted = 0 AND r.kind != ? ORDER BY r.started, r.id",
         (*ids, SWITCH_KIND),
@@ -234,6 +243,17 @@ def timeline(history: History, nodeid: str) -> list[Outing]:
     for r in rows:
         package = ids[r[6]]
         station = r[9] if r[9] is not None else json.loads(r[5]).get(package, "")
-        test = TestOutcome(package, nodeid, r[7], r[8] / 1e6, station, r[10], r[11], r[12])
-        out.append(Outing(WindowRun(r[0], r[1], r[2], r[3], json.loads(r[4]), {}), test))
+        test = TestOutcome(package, nodeid, r[7], r[8] / 1e6, station, r[10], r[11], r[12], r[13])
+        out.append(Outing(WindowRun(r[0], r[1], r[2], r[3], json.loads(r[4]), {}, ci_read=bool(r[14])), test))
     return out
+
+
+def unlisted(history: History, outings: list[Outing]) -> list[str]:
+    """The runs (oldest first) of the outings' packages that do not list the test: in the shared history, whose pages
+    list only the tests that did not pass, it passed there or was not collected yet (a page cannot tell which)."""
+    packages = {o.test.package for o in outings}
+    listed = {o.run.run_id for o in outings}
+    rows = history.read(
+        "SELECT id, stations FROM runs WHERE interrupted = 0 AND kind != ? ORDER BY started, id", (SWITCH_KIND,)
+    )
+    return [r[0] for r in rows if r[0] not in listed and packages & set(json.loads(r[1]))]

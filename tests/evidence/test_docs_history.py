@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.evidence.test_stories import SUITE
+from tests.evidence.test_stories import FILTERING_CI, SUITE
 from tests.helpers.cli import run_json
 from tests.helpers.gitrepos import commit, git, make_fleet
 from tests.helpers.packages import write_package
@@ -18,6 +18,10 @@ def test_a_test_flaky_across_two_machines_is_told_from_the_published_pages_and_n
     commit(docs, "start", {"README.md": "# Docs\n"})
     fleet = make_fleet(tmp_path / "fleet", names=("origin",))
     write_package(fleet.work, "pkg", {"test_a.py": SUITE})
+    # CI leaves test_ok out: what each audit found is on its page, so the shared history tells it too.
+    ci = fleet.work / ".github" / "workflows" / "ci.yml"
+    ci.parent.mkdir(parents=True)
+    ci.write_text(FILTERING_CI.replace("test_slow", "test_ok"))
     (fleet.work / ".gitignore").write_text(".promote/\npkg/counter.txt\n")
     fleet.config(
         'max_reruns = 1\n\n[[promote.packages]]\nname = "pkg"\npath = "pkg"\n\n'
@@ -43,7 +47,16 @@ def test_a_test_flaky_across_two_machines_is_told_from_the_published_pages_and_n
         assert (flaky["kind"], flaky["failed_on_commit"], flaky["on_commit"], flaky["commit"]) == (
             "flaky-history", 1, 2, head
         )  # fmt: skip
-        never = {s["test"]: s["severity"] for s in shared["tests"] if s["kind"] == "never-ran"}
-        assert never == {"test_a.py::test_quarantined": "warning", "test_a.py::test_needs_model": "error"}
+        never = {s["test"]: (s["severity"], s["streak_of"]) for s in shared["tests"] if s["kind"] == "never-ran"}
+        assert never == {
+            "test_a.py::test_quarantined": ("warning", "runs"), "test_a.py::test_needs_model": ("error", "runs"),
+            "test_a.py::test_ok": ("warning", "audits"),
+        }  # fmt: skip
+        # One test's timeline from the pages: the run that failed lists it; the one it passed in does not.
+        _, timeline = run_json(machine, "history", "--test", "test_a.py::test_flaky", "--from-docs")
+        assert [e["outcome"] for e in timeline["timeline"]] == ["failed"] and len(timeline["unlisted"]) == 1
+        assert timeline["source"] == "docs" and timeline["stories"][0]["kind"] == "flaky-history"
+    code, nowhere = run_json(station, "history", "--test", "test_a.py::test_fast", "--from-docs")
+    assert code == 0 and nowhere["timeline"] == [] and nowhere["unlisted"] == []
     # The local database is the cache: the pages are read once.
     assert (station / ".promote" / "docs-history.sqlite").is_file()

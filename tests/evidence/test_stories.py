@@ -191,6 +191,54 @@ def test_an_audit_page_has_tests_with_a_story_and_the_chart_counts_them(tmp_path
         assert told == ([] if nights < 3 else [f"gate tested failed in each of the last 3 audits, since {today}"])
 
 
+FILTERING_CI = """\
+name: ci
+on: [push, pull_request]
+jobs:
+  tests:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: python -m pytest pkg -k "not test_slow"
+"""
+
+
+def test_a_test_no_ci_job_runs_is_never_ran_over_the_audits_whatever_runs_here_between_them(tmp_path: Path) -> None:
+    suite = "def test_fast():\n    pass\n\n\ndef test_slow():\n    pass\n"
+    root = repository(tmp_path / "work", {"test_a.py": suite}, never_ran_after=2)
+    commit(root, "ci", {".github/workflows/ci.yml": FILTERING_CI})
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", "origin.git")
+    git(root, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    git(root, "push", "-q", "origin", "main")
+
+    _, first = run_json(root, "audit")
+    assert not findings_of(first, "never-ran"), "one audit is fewer than never_ran_after"
+    # A `promote test` between the audits runs the test here, and reads no CI: it neither ends nor extends the streak.
+    assert test_run(root)["packages"][0]["passed"] == 2
+    _, second = run_json(root, "audit")
+    today = second["run"][:4] + "-" + second["run"][4:6] + "-" + second["run"][6:8]
+
+    [never] = findings_of(second, "never-ran")
+    assert never["subject"] == "test_a.py::test_slow" and never["severity"] == "warning"
+    assert never["message"] == (
+        f'left out by CI in all 2 audits since {today}: -k "not test_slow" in job `tests` of .github/workflows/ci.yml'
+    )
+    code, timeline = run_json(root, "history", "--test", "test_a.py::test_slow")
+    assert code == 0
+    assert [(e["kind"], e["outcome"], e["ci"] is not None) for e in timeline["timeline"]] == [
+        ("audit", "passed", True), ("test", "passed", False), ("audit", "passed", True)
+    ]  # fmt: skip
+    assert timeline["stories"][0]["streak_of"] == "audits"
+    text = run(root, "history", "--test", "test_a.py::test_slow").stdout
+    assert 'passed  (no CI job runs it: -k "not test_slow" in job `tests` of .github/workflows/ci.yml)' in text
+
+    # CI runs it again: the next audit has no story for it.
+    commit(root, "run every test in CI", {".github/workflows/ci.yml": FILTERING_CI.replace(' -k "not test_slow"', "")})
+    git(root, "push", "-q", "origin", "main")
+    _, third = run_json(root, "audit")
+    assert not findings_of(third, "never-ran")
+
+
 @pytest.mark.parametrize("damage", ["garbage", "locked"])
 def test_a_damaged_or_locked_history_costs_one_line_and_the_run_keeps_its_evidence(
     tmp_path: Path, damage: str, monkeypatch: pytest.MonkeyPatch

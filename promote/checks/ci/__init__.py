@@ -87,9 +87,11 @@ class CIReport:
 
 @dataclass(frozen=True)
 class CIOutcome(CheckOutcome):
-    """The CI audit's outcome, with the number of test commands its jobs run (each a CI step) as a value."""
+    """The CI audit's outcome, with the number of test commands its jobs run (each a CI step) as a value, and the
+    test ids no job runs (each test's story keeps them)."""
 
     steps: int = 0
+    not_run: tuple[NotRun, ...] = ()
 
 
 def repository_of(root: Path, configured: str | None) -> str | None:
@@ -179,17 +181,17 @@ def outcome(r: CIReport) -> CIOutcome:
             parts.append(f"{unreachable} job(s) cannot run in this repository")
         if r.problems:
             parts.append(f"{len(r.problems)} workflow file(s) GitHub would refuse")
-        return CIOutcome(NAME, FAIL, "; ".join(parts), tuple(evidence), r.findings, steps)
+        return CIOutcome(NAME, FAIL, "; ".join(parts), tuple(evidence), r.findings, steps, r.not_run)
     if not r.workflows:
         why = f"no GitHub Actions workflows in {WORKFLOWS} (the audit reads no other CI)"
-        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps)
+        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps, r.not_run)
     if not r.collected:
         why = "no test inventory to compare with (run `promote test` first)"
-        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps)
+        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps, r.not_run)
     if r.undecided:
         why = f"{len(r.undecided)} of {r.collected} test ids cannot be decided: {r.undecided[0].why}"
-        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps)
-    return CIOutcome(NAME, PASS, f"CI runs all {r.collected} test ids", tuple(evidence), r.findings, steps)
+        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps, r.not_run)
+    return CIOutcome(NAME, PASS, f"CI runs all {r.collected} test ids", tuple(evidence), r.findings, steps, r.not_run)
 
 
 def _grouped(not_run: list[NotRun], plans: list[JobPlan], per_module: Counter[str]) -> list[Finding]:

@@ -91,7 +91,7 @@ def audit(obj: Context, publish: bool, push: bool, bench: bool, candidate: str |
 )
 @click.option(
     "--from-docs", "from_docs", is_flag=True,
-    help="With --tests: read the stories from the evidence pages published in the docs repository (the team's).",
+    help="With --tests or --test: read the stories from the evidence pages published in the docs repository.",
 )  # fmt: skip
 @json_option
 @click.pass_obj
@@ -101,13 +101,16 @@ def history(
     """List recent runs with what changed, or show one run; --tests and --test tell each test's story."""
     if sum((run_id is not None, test_id is not None, tests)) > 1:
         raise UsageError("give one of RUN, --tests or --test ID")
-    if from_docs and not tests:
-        raise UsageError("--from-docs goes with --tests")
+    if from_docs and not tests and test_id is None:
+        raise UsageError("--from-docs goes with --tests or --test ID")
     config = load_config_of(obj)
     if tests or test_id is not None:
         from promote.cli.stories_report import show_stories, show_timeline
 
-        data, text = show_stories(config, from_docs=from_docs) if tests else show_timeline(config, str(test_id))
+        if tests:
+            data, text = show_stories(config, from_docs=from_docs)
+        else:
+            data, text = show_timeline(config, str(test_id), from_docs=from_docs)
     else:
         from promote.cli.history_report import show_history
 
