@@ -7,7 +7,7 @@ from dataclasses import replace
 from promote.config import Config
 from promote.core.findings import Finding
 from promote.core.git import run_git
-from promote.core.vocab import FAIL, assert_never, worst
+from promote.core.vocab import FAIL, Severity, assert_never, worst
 from promote.evidence import stories, story_window
 from promote.evidence.deltas import Delta
 from promote.evidence.gates import Gate
@@ -102,12 +102,34 @@ def flipped_line(delta: Delta) -> str:
     return f"{again}, flaky: {delta.failed_of[0]} of {delta.failed_of[1]}"
 
 
-FINDING_OF = {"flaky-history": "flaky-history", "never-ran": "never-ran"}
+SHOWN_TESTS = 3  # tests a grouped never-ran finding names before counting the rest
+
+
+def _never_ran(report: StoryReport) -> list[Finding]:
+    """One never-ran finding per package and sentence: the tests blocked by one checkpoint since promote first ran
+    them are one line, not one each (the stories list them one by one)."""
+    groups: dict[tuple[Severity, str, str], list[str]] = {}
+    for s in report.stories:
+        if s.kind == "never-ran":
+            groups.setdefault((s.severity, s.package, line(s)), []).append(s.test)
+    found = []
+    for (severity, _, said), tests in groups.items():
+        if len(tests) == 1:
+            found.append(Finding("never-ran", severity, tests[0], said))
+            continue
+        named = ", ".join(tests[:SHOWN_TESTS]) + (
+            f" (+{len(tests) - SHOWN_TESTS} more)" if len(tests) > SHOWN_TESTS else ""
+        )
+        message = f"{len(tests)} tests {said}: {named}"
+        found.append(Finding("never-ran", severity, tests[0], message, tests=tuple(tests)))
+    return found
 
 
 def findings(report: StoryReport) -> list[Finding]:
-    """flaky-history and never-ran for every such story; tests-dropped for a fall found by the newest run."""
-    found = [Finding(FINDING_OF[s.kind], s.severity, s.test, line(s)) for s in report.stories if s.kind in FINDING_OF]
+    """flaky-history for every such story, never-ran grouped by sentence, tests-dropped for a fall found by the newest
+    run."""
+    found = [Finding("flaky-history", s.severity, s.test, line(s)) for s in report.stories if s.kind == "flaky-history"]
+    found += _never_ran(report)
     for d in report.drops:
         if d.run == report.latest:
             found.append(
