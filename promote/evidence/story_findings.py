@@ -67,6 +67,8 @@ def line(story: TestStory) -> str:
         said = f"{story.outcome} in all {story.streak} {story.streak_of} since {_day(story.since)}"
         if story.severity == "error":
             return f"{said}: needs {story.reason}, which no station has"
+        if story.outcome == "blocked" and story.reason:  # a blocked test's reason is what it lacks
+            return f"{said}: needs {story.reason}"
         return f"{said}: {story.reason}" if story.reason else said
     if story.kind == "red-streak":
         return f"red for {story.streak} runs since {_day(story.since)}"

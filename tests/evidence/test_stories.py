@@ -205,6 +205,7 @@ jobs:
 
 def test_a_test_no_ci_job_runs_is_never_ran_over_the_audits_whatever_runs_here_between_them(tmp_path: Path) -> None:
     suite = "def test_fast():\n    pass\n\n\ndef test_slow():\n    pass\n\n\ndef test_slow_too():\n    pass\n"
+    suite += "\n\ndef test_needs_package():\n    import no_such_package_here  # noqa: F401\n"
     root = repository(tmp_path / "work", {"test_a.py": suite}, never_ran_after=2)
     commit(root, "ci", {".github/workflows/ci.yml": FILTERING_CI})
     git(tmp_path, "init", "-q", "--bare", "-b", "main", "origin.git")
@@ -219,7 +220,8 @@ def test_a_test_no_ci_job_runs_is_never_ran_over_the_audits_whatever_runs_here_b
     today = second["run"][:4] + "-" + second["run"][4:6] + "-" + second["run"][6:8]
 
     # The two tests one filter leaves out are one finding, naming both; each has its story.
-    [never] = findings_of(second, "never-ran")
+    [never, blocked] = sorted(findings_of(second, "never-ran"), key=lambda f: f["subject"], reverse=True)
+    assert blocked["message"] == f"blocked in all 3 runs since {today}: needs package:no_such_package_here"
     assert never["severity"] == "warning" and never["tests"] == ["test_a.py::test_slow", "test_a.py::test_slow_too"]
     assert never["message"] == (
         f'2 tests left out by CI in all 2 audits since {today}: -k "not slow" in job `tests` of'
@@ -238,7 +240,7 @@ def test_a_test_no_ci_job_runs_is_never_ran_over_the_audits_whatever_runs_here_b
     commit(root, "run every test in CI", {".github/workflows/ci.yml": FILTERING_CI.replace(' -k "not slow"', "")})
     git(root, "push", "-q", "origin", "main")
     _, third = run_json(root, "audit")
-    assert not findings_of(third, "never-ran")
+    assert [f["subject"] for f in findings_of(third, "never-ran")] == ["test_a.py::test_needs_package"]
 
 
 @pytest.mark.parametrize("damage", ["garbage", "locked"])
