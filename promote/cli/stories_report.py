@@ -44,7 +44,7 @@ def show_stories(config: Config, *, from_docs: bool = False) -> tuple[dict[str, 
     lines += [
         f"{mark('error', 'alarm')} {mark('tests-dropped', 'alarm')} {story_findings.drop_line(d)}" for d in report.drops
     ]
-    lines += [f"{mark('gate', 'bad')} {story_findings.gate_line(g)}" for g in report.long_failing]
+    lines += [mark(story_findings.gate_line(g), "bad") for g in report.long_failing]
     if not lines:
         return data, f"no test has a story over the last {report.runs} runs (window {report.window})"
     return data, "\n".join([f"{head}:", *lines])

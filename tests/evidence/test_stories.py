@@ -189,6 +189,8 @@ def test_an_audit_page_has_tests_with_a_story_and_the_chart_counts_them(tmp_path
         _, audit = run_json(root, "audit")
         told = [line for line in audit["gates"]["tested"]["evidence"] if "audits, since" in line]
         assert told == ([] if nights < 3 else [f"gate tested failed in each of the last 3 audits, since {today}"])
+    listed = run(root, "history", "--tests").stdout.splitlines()
+    assert listed[-1] == f"gate tested failed in each of the last 3 audits, since {today}"
 
 
 FILTERING_CI = """\
