@@ -8,7 +8,7 @@ from promote.cli.render import findings_lines, table
 from promote.config import Config
 from promote.core import state
 from promote.core.vocab import is_red
-from promote.evidence.deltas import compare
+from promote.evidence.deltas import Deltas, compare
 from promote.evidence.history import History
 from promote.evidence.story_findings import flipped_line
 from promote.evidence.story_window import tally
@@ -59,12 +59,7 @@ def _listing(history: History, limit: int) -> tuple[dict[str, Any], str]:
         run = history.get(run_id)
         deltas = compare(run, history.previous(run), tally(history, run))
         red = sum(1 for t in run.tests if is_red(t.outcome))
-        change = (
-            "first run of these packages"
-            if deltas.first
-            else f"+{len(deltas.fixed)} fixed, -{len(deltas.newly_failing)} new red, {len(deltas.filtered)} filtered"
-            + "".join(f", {d.nodeid} {flipped_line(d)}" for d in deltas.flipped)
-        )
+        change = _change(deltas)
         items.append(
             {"run": run.run_id, "kind": run.kind, "interrupted": run.interrupted, "started": run.started,
              "commit": run.commit, "passed": run.count("passed"), "red": red, "blocked": run.count("blocked"),
@@ -77,3 +72,15 @@ def _listing(history: History, limit: int) -> tuple[dict[str, Any], str]:
         return {"runs": []}, "no runs recorded yet"
     text = "\n".join(table(["RUN", "KIND", "STARTED", "COMMIT", "PASSED", "RED", "BLOCKED", "SINCE PREVIOUS"], rows))
     return {"runs": items}, text
+
+
+def _change(deltas: Deltas) -> str:
+    """What changed since the previous comparable run; on the same commit, that it was the same commit."""
+    if deltas.first:
+        return "first run of these packages"
+    flips = "".join(f", {d.nodeid} {flipped_line(d)}" for d in deltas.flipped)
+    if deltas.commit_unchanged and not deltas.fixed and not deltas.newly_failing:
+        # A count of fixes on an unchanged commit would be a claim about a change that did not happen.
+        filtered = f", {len(deltas.filtered)} filtered" if deltas.filtered else ""
+        return f"same commit{filtered}{flips}"
+    return f"+{len(deltas.fixed)} fixed, -{len(deltas.newly_failing)} new red, {len(deltas.filtered)} filtered{flips}"

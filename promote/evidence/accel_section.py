@@ -18,13 +18,15 @@ from promote.accel.rows import (
 from promote.accel.store import recent
 from promote.accel.verify import AccelReport
 from promote.config.settings import Config
-from promote.core.outcome import FAIL
+from promote.core.outcome import FAIL, UNDECIDED
 from promote.core.vocab import worst
 from promote.evidence.gates import EVERY_PASSED, Gate, plural
 
 # A broken switch, a broken accelerated path or parity that differs: what was promoted is not what was tested.
 # So is evidence the path took no part in, and a path that fails requests or lets a fallback answer for it,
 # a switch that leaves the path serving, and tests red both ways (the switch proves nothing about them).
+# A bench step undecided without an error: it ran, and its interval holds the target.
+STRADDLES = "the speed-up's interval includes the target: more rounds may decide it"
 FAILS_TESTED = (
     "kill-switch-broken", "acceleration-broken", "parity-differs", "parity-vacuous", "bench-vacuous",
     "acceleration-failed-request", "served-elsewhere", "switch-ineffective", "acceleration-tests-fail",
@@ -54,8 +56,15 @@ def tested_with(gate: Gate, report: AccelReport) -> Gate:
     # An error only: parity that differs is a warning while the yardstick says the path is no worse.
     failing = [f for f in report.findings if f.check in FAILS_TESTED and f.severity == "error"]
     lines += [f"{f.check}: {f.subject}" for f in failing]
-    status = worst([gate.status, FAIL] if failing else [gate.status])
+    # A step that could not decide (a yardstick too small, an arm stopped at its time limit, a speed-up whose
+    # interval holds its target) leaves the gate undecided, as it makes `promote accel` exit 3: never a pass unseen.
+    undecided = report.undecided
+    lines += [f"{u.name}: {u.step} undecided: {u.error or STRADDLES}" for u in undecided]
+    status = worst([gate.status, FAIL if failing else UNDECIDED]) if failing or undecided else gate.status
     lead = gate.row
+    if undecided and not failing and len(lead) >= 2:
+        said = f"{plural(len(undecided), 'accelerated-path step')} undecided (see Accelerated paths)"
+        lead = (lead[0], said if lead[1] == EVERY_PASSED else f"{lead[1]}; {said}", *lead[2:])
     if failing and len(lead) >= 2:
         # The row's second sentence says what is red; a broken path joins it rather than pushing CI off the row.
         classes = {c.label for r in report.results if r.sweep is not None for c in r.sweep.classes}

@@ -55,6 +55,7 @@ class Deltas:
     # Red one run and green the next (or the other way) on the same commit: nothing changed, so nothing was fixed
     # or broken; the test is flaky, and is said to be.
     flipped: tuple[Delta, ...] = ()
+    commit_unchanged: bool = False  # the previous run tested the same commit: nothing can have been fixed or broken
 
     @property
     def headline(self) -> str:
@@ -95,6 +96,7 @@ class Deltas:
             "newly_failing": [d.to_json() for d in self.newly_failing],
             "filtered_not_fixed": [d.to_json() for d in self.filtered],
             "same_commit": [d.to_json() for d in self.flipped],
+            "commit_unchanged": self.commit_unchanged,
         }
 
 
@@ -156,6 +158,7 @@ def compare(now: StoredRun, before: StoredRun | None, tally: Tally | None = None
         newly_failing=tuple(failing),
         filtered=tuple(filtered),
         flipped=tuple(flipped),
+        commit_unchanged=same,
     )
 
 

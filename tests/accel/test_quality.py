@@ -13,7 +13,8 @@ import pytest
 
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED
 from tests.helpers.cli import run, run_json
-from tests.helpers.packages import write_config
+from tests.helpers.gitrepos import commit, git, make_fleet
+from tests.helpers.packages import write_config, write_package
 
 PY = json.dumps(sys.executable)
 
@@ -135,6 +136,22 @@ def test_the_same_totals_with_fourteen_and_twelve_discordant_are_inconclusive(tm
     assert checks(data) == {"quality-inconclusive": "warning"}
     [undecided] = data["undecided"]
     assert (undecided["step"], f"about {q['to_decide']:,} items" in undecided["error"]) == ("quality", True)
+
+
+def test_an_audit_leaves_tested_undecided_where_the_yardstick_cannot_decide_as_accel_does(tmp_path: Path) -> None:
+    fleet = make_fleet(tmp_path, names=("origin",))
+    write_package(fleet.work, "pkg", {"test_a.py": "def test_ok():\n    pass\n"})
+    config = configure(fleet.work, plan(138, 14, 12, 0))
+    config.write_text(config.read_text() + '\n[[promote.packages]]\nname = "pkg"\npath = "pkg"\n')
+    commit(fleet.work, "package and yardstick")
+    git(fleet.work, "push", "-q", "origin", "main")
+
+    code, data = run_json(fleet.work, "audit")
+
+    tested = data["gates"]["tested"]
+    assert tested["status"] == "undecided" and code == EXIT_UNDECIDED
+    [said] = [line for line in tested["evidence"] if line.startswith("Fast: quality undecided: ")]
+    assert "items" in said and tested["lead"][1] == "1 accelerated-path step undecided (see Accelerated paths)"
 
 
 def test_output_that_differs_without_a_non_inferior_yardstick_stays_an_error(tmp_path: Path) -> None:

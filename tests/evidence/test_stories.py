@@ -88,6 +88,9 @@ def test_a_flaky_test_on_one_commit_is_told_as_such_never_as_fixed_and_its_story
     assert flipped[0]["flaky"] == {"failed": 2, "runs": 6}
     text = run(root, "history").stdout
     assert "test_a.py::test_flaky passed again, flaky: 2 of 6" in text and "+1 fixed" not in text
+    # Nor does it count fixes at all between runs of one commit: it says it was the same commit.
+    assert "+0 fixed" not in text and sum("same commit" in line for line in text.splitlines()) == 6
+    assert all(r["deltas"]["commit_unchanged"] for r in listing["runs"][:-1])
 
     # Skipped every run, and blocked by a checkpoint no station has: never ran, with the reason; the latter an error.
     never = {f["subject"]: f for f in findings_of(runs[-1], "never-ran")}
