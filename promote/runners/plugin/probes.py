@@ -41,6 +41,15 @@ class Change(NamedTuple):
     kind: str = "set"
 
 
+class Described(str):
+    """What a probe says of a state rather than the state's value ("not called"): shown as it reads, never quoted."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
 @dataclass(frozen=True)
 class Probe:
     """A piece of global state to watch; `diff` defaults to per-key for mappings, else `!=`.

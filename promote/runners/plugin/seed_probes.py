@@ -25,7 +25,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from promote.runners.plugin.probes import Change, Probe
+from promote.runners.plugin.probes import Change, Described, Probe
 
 # Callers whose seeding is the test runner's, not the test's.
 _RUNNER_MODULES = ("pytest_randomly",)
@@ -79,7 +79,7 @@ class SeedTracker:
         out = []
         for kind in dict.fromkeys(k for _, k in made):
             called = ", ".join(dict.fromkeys(fn for fn, k in made if k == kind))
-            out.append(Change(f"{self.name} ({kind})", "not called", f"{called} called", kind))
+            out.append(Change(f"{self.name} ({kind})", Described("not called"), Described(f"{called} called"), kind))
         return out
 
     def _put_back(self, before: int) -> bool:

@@ -58,7 +58,7 @@ EXPECTED = {
     "test_seeds.py::test_c_seeds_numpy": (
         "numpy.random.state",
         "seed call",
-        "numpy.random.state (seed call): 'not called' -> 'numpy.random.seed called'",
+        "numpy.random.state (seed call): not called -> numpy.random.seed called",
     ),
     "test_seeds.py::test_d_seeds_mlx": ("mlx.random.state", "seed call", "mlx.random.state (mx.random.seed): key["),
     "test_seeds.py::test_e_seeds_mlx_to_the_key_already_there": (
@@ -69,7 +69,7 @@ EXPECTED = {
     "test_seeds.py::test_f_seeds_python": (
         "random.state",
         "seed call",
-        "random.state (seed call): 'not called' -> 'random.seed called'",
+        "random.state (seed call): not called -> random.seed called",
     ),
 }
 
