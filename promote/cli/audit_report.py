@@ -57,6 +57,7 @@ UNSTORED: dict[Stored, str] = {
     "records": "the run's records were not stored",
     "history": "the run was not recorded in the history",
     "pages": "the evidence pages were not written",
+    "statements": "the in-toto statements were not written (the pages were)",
 }
 
 

@@ -157,7 +157,8 @@ StoryKind = Literal["flaky-history", "never-ran", "red-streak"]  # a package tha
 # --- Publishing the evidence page, and a finding's severity.
 PublishStatus = Literal["committed", "unchanged", "refused", "unverified"]
 # What an audit writes under `.promote/` that a full disk (or a locked history) can refuse: its decision stands.
-Stored = Literal["records", "history", "pages"]  # records: the run's junit.xml and run.json
+# records: the run's junit.xml and run.json; statements: the in-toto statements beside the pages.
+Stored = Literal["records", "history", "pages", "statements"]
 PushStatus = Literal["pushed", "refused"]
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")

@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, TypeVar
 
 from promote.accel.store import record as record_accel
@@ -299,6 +300,18 @@ def publish_files(docs: DocsConfig, rel: str, page: str, data: str | None = None
     return files
 
 
+def write_evidence(
+    doc: dict[str, Any], out: Path, statements: Callable[[], dict[str, dict[str, Any]]], unstored: list[Unstored]
+) -> Pages | None:
+    """The pages, then the in-toto statements beside them; what could not be written is added to `unstored`, each
+    part on its own (pages written without their statements are still there, and said to be)."""
+    pages = attempt(unstored, "pages", lambda: evidence.write(doc, out))
+    if pages is None:
+        return None
+    written = attempt(unstored, "statements", lambda: evidence.write_statements(out, statements()))
+    return replace(pages, statements=written or ())
+
+
 def audit(
     ws: Workspace, *, command: str, publish: bool = False, push: bool = False,
     on_progress: ProgressCallback | None = None, candidate: str | None = None, bench: bool = False,
@@ -332,7 +345,7 @@ def audit(
         attempt(unstored, "history", lambda: record_accel(cfg, accel, kind="audit", run_id=seen.run_id))
         attempt(unstored, "history", lambda: record_switch_runs(cfg, accel, command, done.stored.commit))
     out = state.runs_dir(cfg.root) / seen.run_id
-    pages = attempt(unstored, "pages", lambda: evidence.write(doc, out, statements_of(ws, seen)))
+    pages = write_evidence(doc, out, lambda: statements_of(ws, seen), unstored)
     published = None
     # Only evidence that is all on disk is published: a page whose run or history is missing stays here, said.
     if cfg.docs is not None and seen.page is not None and pages is not None and not unstored:

@@ -235,8 +235,8 @@ def _cleaned(obj: Any, redactor: Redactor) -> Any:
     return obj
 
 
-def write(doc: dict[str, Any], out_dir: Path, statements: dict[str, dict[str, Any]]) -> Pages:
-    """Write evidence.json, evidence.md, evidence.html and one in-toto statement per package.
+def write(doc: dict[str, Any], out_dir: Path) -> Pages:
+    """Write evidence.json, evidence.md and evidence.html.
 
     Every string is cleaned first (promote.core.redact): secrets redacted, control characters shown as `\\xNN`.
     """
@@ -246,12 +246,17 @@ def write(doc: dict[str, Any], out_dir: Path, statements: dict[str, dict[str, An
     state.write_private(pages.json, json.dumps(doc, indent=2) + "\n")
     state.write_private(pages.md, render_pages.markdown(doc))
     state.write_private(pages.html, render_pages.html(doc))
+    return pages
+
+
+def write_statements(out_dir: Path, statements: dict[str, dict[str, Any]]) -> tuple[Path, ...]:
+    """Write one in-toto statement per package beside the pages, cleaned as they are."""
     written = []
     for name, statement in statements.items():
         path = out_dir / f"intoto-{name}.json"
         state.write_private(path, json.dumps(cleaned(statement), indent=2) + "\n")
         written.append(path)
-    return Pages(pages.md, pages.html, pages.json, tuple(written))
+    return tuple(written)
 
 
-__all__ = ["FAIL", "PASS", "UNDECIDED", "Pages", "document", "schema", "verdict", "write"]
+__all__ = ["FAIL", "PASS", "UNDECIDED", "Pages", "document", "schema", "verdict", "write", "write_statements"]

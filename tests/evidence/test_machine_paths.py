@@ -32,7 +32,7 @@ def test_no_page_names_the_repository_the_temporary_directory_or_home(tmp_path: 
         provenance={"command": f"promote -C {root} audit --publish", "started": "2026-11-30T23:01:30+00:00",
                     "finished": "2026-11-30T23:01:36+00:00"},
     )  # fmt: skip
-    pages = evidence.write(doc, tmp_path / "out", {})
+    pages = evidence.write(doc, tmp_path / "out")
     texts = {"md": pages.md.read_text(), "html": pages.html.read_text(), "json": pages.json.read_text()}
     for kind, text in texts.items():
         for path in {str(root), str(root.resolve()), str(tmp), str(home)} - {"/"}:

@@ -180,10 +180,27 @@ def test_html_page_renders_hostile_text_as_text_under_a_policy_that_forbids_scri
 def test_evidence_json_validates_against_the_shipped_schema(tmp_path: Path) -> None:
     doc = document()
     jsonschema.validate(doc, evidence.schema())
-    pages = evidence.write(doc, tmp_path, {})
+    pages = evidence.write(doc, tmp_path)
     jsonschema.validate(json.loads(pages.json.read_text()), evidence.schema())
     with pytest.raises(jsonschema.ValidationError, match="maybe"):
         jsonschema.validate({**doc, "verdict": "maybe"}, evidence.schema())
+
+
+def test_statements_that_cannot_be_written_leave_the_pages_there_and_say_only_that(tmp_path: Path) -> None:
+    from promote.cli.audit_report import unstored_line
+    from promote.evidence.audit import Unstored, write_evidence
+
+    out = tmp_path / "run"
+    (out / "intoto-pkg.json").mkdir(parents=True)  # where the statement goes, a directory: the write fails
+    unstored: list[Unstored] = []
+
+    pages = write_evidence(document(), out, lambda: {"pkg": {"_type": "https://in-toto.io/Statement/v1"}}, unstored)
+
+    assert pages is not None and pages.md.is_file() and pages.html.is_file() and pages.json.is_file()
+    assert pages.statements == ()
+    [refused] = unstored
+    assert refused.what == "statements" and refused.error.startswith(f"cannot write {out / 'intoto-pkg.json'}: ")
+    assert unstored_line(unstored, publish=False).startswith("the in-toto statements were not written (the pages were)")
 
 
 def test_timestamps_show_the_second_and_the_zone() -> None:
