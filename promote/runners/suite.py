@@ -311,9 +311,23 @@ def write_reports(result: RunResult, *, wall_s: float) -> None:
     """Each package's junit.xml, then the run's run.json."""
     for r in result.packages:
         write_junit(r, r.out_dir / "junit.xml")
+    _write_run_json(result, round(wall_s, 3))
+
+
+def _write_run_json(result: RunResult, wall_s: float) -> None:
     # Secrets redacted (promote.core.redact): a package-error's log lines come from the package's own output.
-    data = current_redactor().data({**result.to_json(), "wall_s": round(wall_s, 3)})
+    data = current_redactor().data({**result.to_json(), "wall_s": wall_s})
     state.write_private(result.out_dir / "run.json", json.dumps(data, indent=1))
+
+
+def write_told(result: RunResult) -> None:
+    """run.json again, with what the history told of the run's tests: known only once the run was stored."""
+    path = result.out_dir / "run.json"
+    try:
+        wall_s = float(json.loads(path.read_text(encoding="utf-8"))["wall_s"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise state.StateError(f"cannot read {path}: {e}") from None
+    _write_run_json(result, wall_s)
 
 
 def now() -> str:

@@ -102,6 +102,9 @@ def test_a_flaky_test_on_one_commit_is_told_as_such_never_as_fixed_and_its_story
         ": needs checkpoint:qwen3-27b-4bit, which no station has"
     )
     assert not findings_of(runs[1], "never-ran"), "two runs are fewer than never_ran_after"
+    # The run's own record holds what the history told of it, as its report does.
+    kept = json.loads((root / ".promote" / "runs" / runs[-1]["run"] / "run.json").read_text())
+    assert {"flaky-history", "never-ran"} <= {f["check"] for f in kept["findings"]} and kept["wall_s"] > 0
 
     code, stories = run_json(root, "history", "--tests")
     assert code == 0

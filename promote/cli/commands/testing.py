@@ -43,7 +43,7 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
     from promote.core.state import StateError, new_run_id
     from promote.evidence.history import HistoryError
     from promote.evidence.store import blamed_elsewhere, head_commit, record_interrupted_run, record_test_run
-    from promote.runners.suite import run_tests
+    from promote.runners.suite import run_tests, write_told
 
     progress = LiveProgress(live=sys.stderr.isatty())
     config = load_config(obj.directory, obj.config)
@@ -76,6 +76,8 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
     emit(result.to_json(), run_report(result), as_json=as_json)
     if result.unstored is not None:
         raise StateError(f"the run's records were not stored: {result.unstored}")
+    if result.told:
+        write_told(result)
     # After the report: a JUnit file that cannot be written (a full disk) takes nothing from what the run found.
     write_junitxml(result)
     sys.exit(EXIT_OK if result.green else EXIT_BLOCKED)
