@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from promote.accel.verify import AccelReport
 
 
+DESELECTED = "its own options leave it out (-k, -m or --deselect, in its pytest configuration or its args)"
+
+
 def outcomes_of(run: RunResult | None) -> tuple[TestOutcome, ...]:
     """Each top-level test's fate in the run, as the history keeps it."""
     if run is None:
@@ -43,6 +46,7 @@ def outcomes_of(run: RunResult | None) -> tuple[TestOutcome, ...]:
                     )
                 )
         found += [TestOutcome(p.name, n, "crashed", 0.0, p.station, verdict=verdicts.get(n)) for n in p.crashed_tests]
+        found += [TestOutcome(p.name, n, "deselected", 0.0, p.station, DESELECTED) for n in p.deselected]
     return tuple(found)
 
 

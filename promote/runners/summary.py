@@ -77,6 +77,7 @@ class PackageResult:
     workers: int = 1  # the pytest-xdist workers its first part ran on (1: serially, in one process)
     rootdir: Rootdir | None = None  # where its node ids are rooted in the repository (None: outside one)
     configuration: Configuration | None = None  # the rootdir and ini file pytest chose (None: not read)
+    deselected: tuple[str, ...] = ()  # collected and left out by its own options (-k, -m, --deselect): never run
 
     def locate(self, nodeid: str, line: int | None = None) -> Location | None:
         """Where the file of one of its node ids is, relative to the repository root."""
@@ -371,7 +372,14 @@ def summarize(
         workers=parts[0].workers,
         rootdir=rootdir,
         configuration=read.configuration,
+        deselected=_deselected(every, tests),
     )
+
+
+def _deselected(workers: list[WorkerResults], tests: list[TestRecord]) -> tuple[str, ...]:
+    """The ids its own options left out, once (every xdist worker and part deselects the same), none that ran."""
+    ran = {t.nodeid for t in tests}
+    return tuple(n for n in dict.fromkeys(n for w in workers for n in w.deselected) if n not in ran)
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:

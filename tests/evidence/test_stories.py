@@ -199,6 +199,29 @@ def test_an_audit_page_has_tests_with_a_story_and_the_chart_counts_them(tmp_path
     assert listed[-1] == f"gate tested failed in each of the last 3 audits, since {today}"
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_test_its_own_options_deselect_in_every_run_never_ran_once_each_run_counted_alike(
+    tmp_path: Path, workers: int
+) -> None:
+    suite = "def test_on():\n    pass\n\n\ndef test_off():\n    pass\n\n\ndef test_also_on():\n    pass\n"
+    root = repository(tmp_path, {"test_a.py": suite, "pytest.ini": '[pytest]\naddopts = -k "not test_off"\n'})
+    config = root / "promote.toml"
+    config.write_text(config.read_text().replace('path = "pkg"\n', f'path = "pkg"\nworkers = {workers}\n'))
+
+    runs = [test_run(root) for _ in range(3)]
+
+    # Counted as pytest counts it (2 passed, 1 deselected): the deselected test is no test that ran.
+    assert [(r["packages"][0]["passed"], r["packages"][0]["failed"]) for r in runs] == [(2, 0)] * 3
+    assert not findings_of(runs[1], "never-ran")
+    [never] = findings_of(runs[-1], "never-ran")
+    assert never["subject"] == "test_a.py::test_off" and never["severity"] == "warning"
+    assert never["message"].startswith("deselected in all 3 runs since 20")
+    assert never["message"].endswith(": its own options leave it out (-k, -m or --deselect, in its pytest"
+                                      " configuration or its args)")  # fmt: skip
+    _, timeline = run_json(root, "history", "--test", "test_a.py::test_off")
+    assert [e["outcome"] for e in timeline["timeline"]] == ["deselected"] * 3
+
+
 FILTERING_CI = """\
 name: ci
 on: [push, pull_request]

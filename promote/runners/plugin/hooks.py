@@ -18,7 +18,7 @@ import pytest
 
 from promote.core.policies import LEAK_POLICIES, REPORT
 from promote.core.station import Station, read_station
-from promote.runners.plugin.items import REQUIREMENTS, SERIAL_LEFT, note_raised_at, requirements_of
+from promote.runners.plugin.items import OWN_DESELECTED, REQUIREMENTS, SERIAL_LEFT, note_raised_at, requirements_of
 from promote.runners.plugin.shown_ids import SHOWN, shown_ids
 
 RECORDER = "promote-recorder"
@@ -221,6 +221,12 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 @pytest.hookimpl(tryfirst=True)
+def _deselect(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """promote's own selection (a rerun's, a part's), told to pytest and kept apart from the package's own."""
+    config.stash.setdefault(OWN_DESELECTED, set()).update(item.nodeid for item in items)
+    config.hook.pytest_deselected(items=items)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Before any selection: ids that redact alike are numbered over the whole collection, as every worker sees it.
     config.stash[SHOWN] = shown_ids([item.nodeid for item in items])
@@ -230,17 +236,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         by_id = {item.nodeid: item for item in items}
         chosen = [by_id[nodeid] for nodeid in wanted if nodeid in by_id]
         kept = set(map(id, chosen))
-        config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
+        _deselect(config, [item for item in items if id(item) not in kept])
         items[:] = chosen
     skip = config.getoption("promote_skip", default=None)
     if skip:
         done = set(Path(skip).read_text(encoding="utf-8").splitlines())
-        config.hook.pytest_deselected(items=[item for item in items if item.nodeid in done])
+        _deselect(config, [item for item in items if item.nodeid in done])
         items[:] = [item for item in items if item.nodeid not in done]
     until = config.getoption("promote_until", default=None)
     if until:
         last = next((i for i, item in enumerate(items) if item.nodeid == until), len(items) - 1)
-        config.hook.pytest_deselected(items=items[last + 1 :])
+        _deselect(config, items[last + 1 :])
         del items[last + 1 :]
     part = config.getoption("promote_part", default="all")
     if part == "all":
@@ -252,7 +258,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         serial = item.get_closest_marker("serial") is not None or any(fnmatchcase(item.nodeid, p) for p in patterns)
         (keep if serial == (part == "serial") else drop).append(item)
     if drop:
-        config.hook.pytest_deselected(items=drop)
+        _deselect(config, drop)
         items[:] = keep
     if part == "parallel":
         # The runner starts the serial part only when this says there is something for it to run.

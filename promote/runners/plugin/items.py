@@ -13,6 +13,8 @@ from promote.runners.plugin import outcomes
 
 # How many serial tests the parallel part left for the serial part (set during collection).
 SERIAL_LEFT = pytest.StashKey[int]()
+# The ids promote itself deselected (a rerun's selection, a part's split): not the package's own selection.
+OWN_DESELECTED = pytest.StashKey[set[str]]()
 REQUIREMENTS = pytest.StashKey[tuple[str, ...]]()
 # Collector node id -> the line of its file that raised, read from the exception (its report has only text).
 # Annotated rather than subscripted: the plugin loads on Python 3.9, where `int | None` is no runtime value.

@@ -18,7 +18,14 @@ import pytest
 from promote.core.findings import Finding, Location
 from promote.core.policies import OFF, RESTORE
 from promote.runners.plugin import outcomes
-from promote.runners.plugin.items import RAISED_AT, REQUIREMENTS, SERIAL_LEFT, failing_fixture, note_raised_at
+from promote.runners.plugin.items import (
+    OWN_DESELECTED,
+    RAISED_AT,
+    REQUIREMENTS,
+    SERIAL_LEFT,
+    failing_fixture,
+    note_raised_at,
+)
 from promote.runners.plugin.leaks import LeakWatch, leak_finding
 from promote.runners.plugin.mlx_probes import RANDOM_PROBE, MlxProbes
 from promote.runners.plugin.probes import Probe, entry_point_probes
@@ -83,6 +90,7 @@ class Recorder:
         self.config, self.out_dir, self.worker, self.leaks = config, out_dir, worker, leaks
         self.started_at = time.time()
         self.records: list[TestRecord] = []
+        self.deselected: list[str] = []  # the package's own selection left these out (-k, -m, --deselect)
         self.flushed = 0
         self.findings: list[Finding] = []
         self.leaked: list[LeakRecord] = []
@@ -127,6 +135,11 @@ class Recorder:
             if current.startswith(run.nodeid + " (") and current.endswith(")"):
                 phase = current[len(run.nodeid) + 2 : -1]
         return self.where, phase, self.fixtures[-1] if self.fixtures else None
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        # A test its own options leave out of every run never does its job: the history tells it, so it is kept.
+        own = self.config.stash.get(OWN_DESELECTED, set())
+        self.deselected += [item.nodeid for item in items if item.nodeid not in own]
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -344,6 +357,7 @@ class Recorder:
             probe_us_per_test=self.watch.us_per_test() if self.watch else None,
             random_draws=self.watch.used.get(RANDOM_PROBE, 0) if self.watch else 0,
             tests=tuple(self.records),
+            deselected=tuple(shown_id(self.config, nodeid) for nodeid in dict.fromkeys(self.deselected)),
             streams=tuple(self.streams.records.values()) if self.streams else (),
             findings=tuple(self.findings),
             leaked=tuple(self.leaked),

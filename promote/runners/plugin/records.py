@@ -15,7 +15,7 @@ from promote.core.redact import current as current_redactor
 from promote.core.vocab import IMPORT, LeakPhase
 
 SCHEMA = 1
-_NESTED = ("tests", "streams", "findings", "leaked")
+_NESTED = ("tests", "streams", "findings", "leaked", "deselected")
 
 
 def results_path(out_dir: Path, worker: str) -> Path:
@@ -157,6 +157,7 @@ class WorkerResults:
     # (None: written by an older plugin; `inifile` None also when pytest found no configuration).
     rootdir: str | None = None
     inifile: str | None = None
+    deselected: tuple[str, ...] = ()  # collected, and left out by the package's own options (-k, -m, --deselect)
 
     def to_json(self) -> dict[str, Any]:
         """The on-disk form (`schema` 1)."""
@@ -168,6 +169,7 @@ class WorkerResults:
             "streams": [asdict(s) for s in self.streams],
             "findings": [f.to_json() for f in self.findings],
             "leaked": [leak.to_json() for leak in self.leaked],
+            "deselected": list(self.deselected),
         }
 
     @classmethod
@@ -183,6 +185,7 @@ class WorkerResults:
             streams=tuple(StreamRecord.from_json(s) for s in d["streams"]),
             findings=tuple(Finding.from_json(f) for f in d["findings"]),
             leaked=tuple(LeakRecord.from_json(leak) for leak in d.get("leaked", ())),
+            deselected=tuple(str(n) for n in d.get("deselected", ())),
         )
 
 
