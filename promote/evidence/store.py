@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from promote.accel.verify import AccelReport
 
 
-DESELECTED = "its own options leave it out (-k, -m or --deselect, in its pytest configuration or its args)"
+DESELECTED = "left out by the package's own options (-k, -m or --deselect, in its pytest configuration or its args)"
 
 
 def outcomes_of(run: RunResult | None) -> tuple[TestOutcome, ...]:

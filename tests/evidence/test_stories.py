@@ -216,7 +216,7 @@ def test_a_test_its_own_options_deselect_in_every_run_never_ran_once_each_run_co
     [never] = findings_of(runs[-1], "never-ran")
     assert never["subject"] == "test_a.py::test_off" and never["severity"] == "warning"
     assert never["message"].startswith("deselected in all 3 runs since 20")
-    assert never["message"].endswith(": its own options leave it out (-k, -m or --deselect, in its pytest"
+    assert never["message"].endswith(": left out by the package's own options (-k, -m or --deselect, in its pytest"
                                       " configuration or its args)")  # fmt: skip
     _, timeline = run_json(root, "history", "--test", "test_a.py::test_off")
     assert [e["outcome"] for e in timeline["timeline"]] == ["deselected"] * 3
