@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from importlib.resources import files
 from pathlib import Path
+
+import jsonschema
 
 from tests.evidence.test_stories import FILTERING_CI, SUITE
 from tests.helpers.cli import run_json
@@ -56,6 +60,7 @@ def test_a_test_flaky_across_two_machines_is_told_from_the_published_pages_and_n
         _, timeline = run_json(machine, "history", "--test", "test_a.py::test_flaky", "--from-docs")
         assert [e["outcome"] for e in timeline["timeline"]] == ["failed"] and len(timeline["unlisted"]) == 1
         assert timeline["source"] == "docs" and timeline["stories"][0]["kind"] == "flaky-history"
+        jsonschema.validate(timeline, json.loads(files("promote").joinpath("schemas/history.schema.json").read_text()))
     code, nowhere = run_json(station, "history", "--test", "test_a.py::test_fast", "--from-docs")
     assert code == 0 and nowhere["timeline"] == [] and nowhere["unlisted"] == []
     # The local database is the cache: the pages are read once.

@@ -264,6 +264,8 @@ def test_a_test_no_ci_job_runs_is_never_ran_over_the_audits_whatever_runs_here_b
         ("audit", "passed", True), ("test", "passed", False), ("audit", "passed", True)
     ]  # fmt: skip
     assert timeline["stories"][0]["streak_of"] == "audits"
+    jsonschema.validate(timeline, json.loads((Path(evidence.__file__).parent.parent / "schemas" /
+                                              "history.schema.json").read_text()))  # fmt: skip
     text = run(root, "history", "--test", "test_a.py::test_slow").stdout
     assert 'passed  (no CI job runs it: -k "not slow" in job `tests` of .github/workflows/ci.yml)' in text
 
