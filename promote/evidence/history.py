@@ -191,6 +191,10 @@ class History:
             )  # fmt: skip
             ids = _test_ids(db, run.tests)
             db.executemany(
+                "UPDATE test_ids SET last = ? WHERE id = ?",
+                [(seq, i) for i in {ids[(t.package, t.nodeid)] for t in run.tests}],
+            )
+            db.executemany(
                 "INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(seq, ids[(t.package, t.nodeid)], pos, t.outcome, round(t.duration_s * 1e6),
                   None if t.station == run.stations.get(t.package) else t.station, t.reason, t.blocker, t.verdict, t.ci)
@@ -202,6 +206,8 @@ class History:
             )
             if keep is not None:
                 _delete(db, "SELECT seq FROM runs ORDER BY started DESC, id DESC LIMIT -1 OFFSET ?", (keep,))
+                # Every id a kept run has was last seen in that run or later: these are in none.
+                db.execute("DELETE FROM test_ids WHERE last < (SELECT MIN(seq) FROM runs)")
 
     def read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of one query (for the readers of the history beside this module: stories, counts)."""

@@ -214,6 +214,11 @@ def test_a_schema_1_database_is_migrated_and_keeps_its_runs(tmp_path: Path) -> N
         ("x", "y"),
     ))  # fmt: skip
     assert "runs_started_id" in plan and "TEMP B-TREE" not in plan
+    # Each test id knows the newest run that has it, as a run stored now would set it.
+    last = db.execute(
+        "SELECT i.last, MAX(o.run) FROM test_ids AS i JOIN outcomes AS o ON o.test = i.id GROUP BY i.id"
+    ).fetchall()
+    assert last and all(mine == newest for mine, newest in last)
 
 
 def test_an_interrupted_migration_runs_again(tmp_path: Path) -> None:
@@ -355,4 +360,6 @@ def test_pruning_keeps_the_newest_runs_in_the_same_transaction(tmp_path: Path) -
     assert history.read("SELECT COUNT(*) FROM outcomes")[0][0] == 4
     assert history.read("SELECT COUNT(*) FROM findings")[0][0] == 0
     assert [r.tests[0].nodeid for r in map(history.get, history.run_ids())] == [f"t.py::r{n}" for n in (5, 4, 3, 2)]
+    # Each run had a test id of its own (a parameter drawn at random): the ids of the pruned runs go with them.
+    assert sorted(r[0] for r in history.read("SELECT nodeid FROM test_ids")) == [f"t.py::r{n}" for n in (2, 3, 4, 5)]
     history.close()
