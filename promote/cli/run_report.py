@@ -6,7 +6,7 @@ from promote.cli.render import findings_lines, table
 from promote.cli.terminal import mark
 from promote.core.vocab import is_red
 from promote.runners.requirements import blocked_summary
-from promote.runners.suite import RunResult
+from promote.runners.suite import RedStreak, RunResult
 from promote.runners.summary import PackageResult
 
 
@@ -37,11 +37,17 @@ def run_report(r: RunResult) -> str:
         (p.name, t) for p in r.packages for t in p.tests if is_red(t.outcome) and (p.name, t.nodeid) not in blocked
     ]
     if failing:
-        lines += ["", "failed:"] + [f"  {name}: {t.nodeid} ({t.outcome})" for name, t in failing]
+        streaks = {(s.package, s.test): s for s in r.red_streaks}
+        lines += ["", "failed:"] + [f"  {name}: {t.nodeid} ({t.outcome}{_streak(streaks.get((name, t.nodeid)))})"
+                                    for name, t in failing]  # fmt: skip
     if r.findings:
         lines += ["", "findings:", *findings_lines(r.findings)]
     lines += ["", f"results: {r.out_dir}", mark("all green", "good") if r.green else mark("not green", "bad")]
     return "\n".join(lines)
+
+
+def _streak(s: RedStreak | None) -> str:
+    return "" if s is None else f"; red for {s.runs} runs since {s.since[:10]}"
 
 
 def configuration_line(p: PackageResult) -> str | None:

@@ -15,7 +15,7 @@ from promote.evidence import story_findings
 from promote.evidence.deltas import FILTERED
 from promote.evidence.history import SWITCH_KIND, History, HistoryError, StoredRun, TestOutcome
 from promote.evidence.stories import StoryReport
-from promote.runners.suite import RunResult
+from promote.runners.suite import RedStreak, RunResult
 
 if TYPE_CHECKING:
     from promote.accel.verify import AccelReport
@@ -62,7 +62,8 @@ def record_test_run(
     """Store `run`, made on `commit` (as `head_commit` read it when the tests started); HistoryError if it cannot.
 
     Returns `run` with what the history tells of its tests (`told`), stored with it: flaky-history, never-ran and
-    tests-dropped. A switch run is stored as it is: it is judged with the path, not as a night of the package.
+    tests-dropped; and its tests red for several runs in a row (`red_streaks`). A switch run is stored as it is:
+    it is judged with the path, not as a night of the package.
     """
     stored = StoredRun(
         run_id=run.run_id,
@@ -78,12 +79,17 @@ def record_test_run(
     history = History(state.state_dir(config.root))
     try:
         told: tuple[Finding, ...] = ()
+        red: tuple[RedStreak, ...] = ()
         if kind != SWITCH_KIND:
-            told = tuple(story_findings.findings(_stories(history, config, stored)))
+            report = _stories(history, config, stored)
+            told = tuple(story_findings.findings(report))
+            red = tuple(
+                RedStreak(s.package, s.test, s.streak, s.since) for s in report.stories if s.kind == "red-streak"
+            )
         record_into(history, replace(stored, findings=stored.findings + told), keep=kept(config))
     finally:
         history.close()
-    return replace(run, told=told)
+    return replace(run, told=told, red_streaks=red)
 
 
 def kept(config: Config) -> int:

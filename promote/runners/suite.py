@@ -42,6 +42,19 @@ __all__ = ["RunResult", "new_run_id", "run_tests", "select"]
 
 
 @dataclass(frozen=True)
+class RedStreak:
+    """A test red in each of its package's latest runs, this one included, as the history told it."""
+
+    package: str
+    test: str
+    runs: int
+    since: str  # when the first of those runs started
+
+    def to_json(self) -> dict[str, object]:
+        return {"package": self.package, "test": self.test, "runs": self.runs, "since": self.since}
+
+
+@dataclass(frozen=True)
 class RunResult:
     """One `promote test` run: every package's result and every finding."""
 
@@ -55,6 +68,7 @@ class RunResult:
     # What the history told of its tests over earlier runs (flaky-history, never-ran, tests-dropped), added once
     # the run is stored: findings of the run, though no package's own.
     told: tuple[Finding, ...] = ()
+    red_streaks: tuple[RedStreak, ...] = ()  # its red tests that were red in the runs before it too
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -74,6 +88,7 @@ class RunResult:
             "results": str(self.out_dir),
             "stations": self.stations.to_json() if self.stations is not None else None,
             "unstored": self.unstored,
+            "red_streaks": [s.to_json() for s in self.red_streaks],
         }
 
 

@@ -136,6 +136,19 @@ def test_a_flaky_test_on_one_commit_is_told_as_such_never_as_fixed_and_its_story
     assert listing["runs"][0]["commit"] == fix
 
 
+def test_a_test_red_run_after_run_says_so_beside_its_failure(tmp_path: Path) -> None:
+    root = repository(tmp_path, {"test_a.py": "def test_ok():\n    pass\n\n\ndef test_bad():\n    assert False\n"})
+    runs = [test_run(root) for _ in range(3)]
+
+    assert runs[1]["red_streaks"] == [], "two runs are fewer than a streak"
+    [streak] = runs[2]["red_streaks"]
+    assert (streak["package"], streak["test"], streak["runs"]) == ("pkg", "test_a.py::test_bad", 3)
+    jsonschema.validate(runs[2], json.loads((Path(evidence.__file__).parent.parent / "schemas" /
+                                             "test.schema.json").read_text()))  # fmt: skip
+    text = run(root, "test").stdout
+    assert f"  pkg: test_a.py::test_bad (failed; red for 4 runs since {streak['since'][:10]})" in text
+
+
 THIRTY = "".join(f"def test_{n:02d}():\n    pass\n\n\n" for n in range(30))
 
 

@@ -76,7 +76,7 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
     emit(result.to_json(), run_report(result), as_json=as_json)
     if result.unstored is not None:
         raise StateError(f"the run's records were not stored: {result.unstored}")
-    if result.told:
+    if result.told or result.red_streaks:
         write_told(result)
     # After the report: a JUnit file that cannot be written (a full disk) takes nothing from what the run found.
     write_junitxml(result)
