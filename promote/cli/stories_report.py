@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from contextlib import closing
 from typing import Any
 
@@ -39,7 +40,11 @@ def show_stories(config: Config, *, from_docs: bool = False) -> tuple[dict[str, 
     with closing(_opened(config, from_docs)) as history:
         report = story_findings.read(config, history, shared=from_docs)
     data = story_findings.section(report) or {}
-    head = f"stories over the last {report.runs} runs (window {report.window})"
+    kinds = Counter(s.kind for s in report.stories)
+    counted = [f"{n} {kind}" for kind, n in kinds.most_common()]
+    counted += [f"{len(report.drops)} tests-dropped"] if report.drops else []
+    counted += [f"{len(report.long_failing)} gate(s) failing audit after audit"] if report.long_failing else []
+    head = f"stories over the last {report.runs} runs (window {report.window}): {', '.join(counted)}"
     lines = [story_line(s) for s in report.stories]
     lines += [
         f"{mark('error', 'alarm')} {mark('tests-dropped', 'alarm')} {story_findings.drop_line(d)}" for d in report.drops
@@ -47,7 +52,7 @@ def show_stories(config: Config, *, from_docs: bool = False) -> tuple[dict[str, 
     lines += [mark(story_findings.gate_line(g), "bad") for g in report.long_failing]
     if not lines:
         return data, f"no test has a story over the last {report.runs} runs (window {report.window})"
-    return data, "\n".join([f"{head}:", *lines])
+    return data, "\n".join([head, *lines])
 
 
 def _entry(o: story_window.Outing) -> dict[str, object]:

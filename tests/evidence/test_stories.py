@@ -210,6 +210,8 @@ def test_an_audit_page_has_tests_with_a_story_and_the_chart_counts_them(tmp_path
         assert told == ([] if nights < 3 else [f"gate tested failed in each of the last 3 audits, since {today}"])
     listed = run(root, "history", "--tests").stdout.splitlines()
     assert listed[-1] == f"gate tested failed in each of the last 3 audits, since {today}"
+    head = "stories over the last 4 runs (window 7): 2 never-ran, 1 flaky-history, 1 gate(s) failing audit after audit"
+    assert listed[0] == head and len(listed) == 5
 
 
 @pytest.mark.parametrize("workers", [1, 2])
