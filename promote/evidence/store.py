@@ -38,7 +38,7 @@ def outcomes_of(run: RunResult | None) -> tuple[TestOutcome, ...]:
                 why = blockers.get(t.nodeid)
                 outcome = "blocked" if t.nodeid in blocked else t.outcome
                 skipped = t.skip_reason.removeprefix("Skipped: ") if t.skip_reason and outcome in FILTERED else None
-                reason = why.blocker if why is not None else skipped
+                reason = " and ".join(why.requirements) if why is not None else skipped
                 check = why.check if why is not None else None
                 found.append(
                     TestOutcome(

@@ -252,6 +252,11 @@ jobs:
 def test_a_test_no_ci_job_runs_is_never_ran_over_the_audits_whatever_runs_here_between_them(tmp_path: Path) -> None:
     suite = "def test_fast():\n    pass\n\n\ndef test_slow():\n    pass\n\n\ndef test_slow_too():\n    pass\n"
     suite += "\n\ndef test_needs_package():\n    import no_such_package_here  # noqa: F401\n"
+    suite = (
+        "import pytest\n\n\n"
+        + suite
+        + ('\n\n@pytest.mark.requires("checkpoint:a-7b", "checkpoint:b-7b")\ndef test_needs_two():\n    pass\n')
+    )
     root = repository(tmp_path / "work", {"test_a.py": suite}, never_ran_after=2)
     commit(root, "ci", {".github/workflows/ci.yml": FILTERING_CI})
     git(tmp_path, "init", "-q", "--bare", "-b", "main", "origin.git")
@@ -261,12 +266,14 @@ def test_a_test_no_ci_job_runs_is_never_ran_over_the_audits_whatever_runs_here_b
     _, first = run_json(root, "audit")
     assert not findings_of(first, "never-ran"), "one audit is fewer than never_ran_after"
     # A `promote test` between the audits runs the test here, and reads no CI: it neither ends nor extends the streak.
-    assert test_run(root)["packages"][0]["passed"] == 3
+    assert test_run(root)["packages"][0]["passed"] == 3  # and two blocked
     _, second = run_json(root, "audit")
     today = second["run"][:4] + "-" + second["run"][4:6] + "-" + second["run"][6:8]
 
     # The two tests one filter leaves out are one finding, naming both; each has its story.
-    [never, blocked] = sorted(findings_of(second, "never-ran"), key=lambda f: f["subject"], reverse=True)
+    [never, two, blocked] = sorted(findings_of(second, "never-ran"), key=lambda f: f["subject"], reverse=True)
+    assert two["severity"] == "error" and two["message"].endswith(": needs checkpoint:a-7b and checkpoint:b-7b,"
+                                                                   " which no station has")  # fmt: skip
     assert blocked["message"] == f"blocked in all 3 runs since {today}: needs package:no_such_package_here"
     assert never["severity"] == "warning" and never["tests"] == ["test_a.py::test_slow", "test_a.py::test_slow_too"]
     assert never["message"] == (
@@ -288,7 +295,9 @@ def test_a_test_no_ci_job_runs_is_never_ran_over_the_audits_whatever_runs_here_b
     commit(root, "run every test in CI", {".github/workflows/ci.yml": FILTERING_CI.replace(' -k "not slow"', "")})
     git(root, "push", "-q", "origin", "main")
     _, third = run_json(root, "audit")
-    assert [f["subject"] for f in findings_of(third, "never-ran")] == ["test_a.py::test_needs_package"]
+    assert [f["subject"] for f in findings_of(third, "never-ran")] == [
+        "test_a.py::test_needs_two", "test_a.py::test_needs_package"
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("damage", ["garbage", "locked"])
