@@ -88,12 +88,15 @@ MIGRATIONS = (
     """,
     # What CI does with each test is part of its story: a test no CI job runs never does its job at the merge,
     # however often it passes here. `runs.ci` says the run read the CI workflows (an audit); a row's `ci` is why no
-    # job runs the test (NULL: a job does, or the run did not read CI). `test_ids.last` is the newest run that
-    # has the test: an id no kept run has is pruned with the runs (ids that change every run, a parameter drawn
-    # at random, would otherwise grow the table for ever), found without an index on `outcomes.test`.
+    # job runs the test (NULL: a job does, or the run did not read CI).
     """
     ALTER TABLE runs ADD COLUMN ci INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE outcomes ADD COLUMN ci TEXT;
+    """,
+    # `test_ids.last` is the newest run that has the test: an id no kept run has is pruned with the runs (ids that
+    # change every run, a parameter drawn at random, would otherwise grow the table for ever), found without an
+    # index on `outcomes.test`.
+    """
     ALTER TABLE test_ids ADD COLUMN last INTEGER NOT NULL DEFAULT 0;
     CREATE TEMP TABLE last_runs AS SELECT test, MAX(run) AS last FROM outcomes GROUP BY test;
     CREATE INDEX temp.last_runs_test ON last_runs(test);

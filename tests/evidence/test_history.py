@@ -206,7 +206,7 @@ def test_a_schema_1_database_is_migrated_and_keeps_its_runs(tmp_path: Path) -> N
     history.close()
 
     db = sqlite3.connect(tmp_path / "history.sqlite")
-    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 5
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 6
     indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'")}
     assert "runs_started_id" in indexes and "runs_started" not in indexes
     plan = " ".join(r[3] for r in db.execute(
