@@ -6,7 +6,7 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -69,6 +69,18 @@ class StoredRun:
 
     def count(self, outcome: str) -> int:
         return sum(1 for t in self.tests if t.outcome == outcome)
+
+
+# An outcomes row (`o`) as a TestOutcome is read, after its package and id: every reader selects these, then
+# makes the outcome with `outcome_from`, so a column added to the row is added once.
+OUTCOME_COLUMNS = "o.outcome, o.duration_us, o.station, o.reason, o.blocker, o.verdict, o.ci"
+
+
+def outcome_from(package: str, nodeid: str, row: Sequence[Any], stations: dict[str, str]) -> TestOutcome:
+    """The TestOutcome of OUTCOME_COLUMNS as read; a row keeps its station only when it is not its package's."""
+    outcome, us, station, reason, blocker, verdict, ci = row
+    where = stations.get(package, "") if station is None else station
+    return TestOutcome(package, nodeid, outcome, us / 1e6, where, reason, blocker, verdict, ci)
 
 
 def _redacted(run: StoredRun) -> StoredRun:
@@ -231,14 +243,13 @@ class History:
             raise HistoryError(f"no run {run_id!r} in {self.path} (recent: {known})")
         stations = json.loads(row[7])
         tests = [
-            TestOutcome(package, nodeid, outcome, us / 1e6, stations.get(package, "") if station is None else station,
-                        reason, blocker, verdict, ci)
-            for package, nodeid, outcome, us, station, reason, blocker, verdict, ci in self._db.execute(
-                "SELECT i.package, i.nodeid, o.outcome, o.duration_us, o.station, o.reason, o.blocker, o.verdict, o.ci"
-                " FROM outcomes AS o JOIN test_ids AS i ON i.id = o.test WHERE o.run = ? ORDER BY o.pos",
+            outcome_from(r[0], r[1], r[2:], stations)
+            for r in self._db.execute(
+                f"SELECT i.package, i.nodeid, {OUTCOME_COLUMNS} FROM outcomes AS o JOIN test_ids AS i ON i.id = o.test"
+                " WHERE o.run = ? ORDER BY o.pos",
                 (row[10],),
             )
-        ]  # fmt: skip
+        ]
         findings = self._db.execute(
             "SELECT check_name, severity, subject, message, cause FROM findings WHERE run_id = ? ORDER BY rowid",
             (run_id,),

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from promote.core.vocab import is_red
-from promote.evidence.history import SWITCH_KIND, History, StoredRun, TestOutcome
+from promote.evidence.history import OUTCOME_COLUMNS, SWITCH_KIND, History, StoredRun, TestOutcome, outcome_from
 
 Key = tuple[str, str]  # (package, test id)
 
@@ -108,12 +108,12 @@ def _not_passing(
         )
         by_seq = {r.seq: r.run_id for r in stored}
         for row in history.read(
-            "SELECT o.run, i.package, i.nodeid, o.outcome, o.duration_us, o.station, o.reason, o.blocker, o.verdict,"
-            " o.ci FROM story_keys AS k JOIN test_ids AS i ON i.id = k.id"
-            f" JOIN outcomes AS o ON o.test = k.id AND o.run IN ({marks})",
+            f"SELECT o.run, i.package, i.nodeid, {OUTCOME_COLUMNS} FROM story_keys AS k"
+            f" JOIN test_ids AS i ON i.id = k.id JOIN outcomes AS o ON o.test = k.id AND o.run IN ({marks})",
             seqs,
         ):
-            outcome = TestOutcome(row[1], row[2], row[3], row[4] / 1e6, row[5] or "", *row[6:])
+            # A story reads no station: a row's own, or "" where it ran on its package's.
+            outcome = outcome_from(row[1], row[2], row[3:], {})
             out.setdefault((row[1], row[2]), {})[by_seq[row[0]]] = outcome
     for t in pending.tests if pending else ():
         if (t.package, t.nodeid) in out:
@@ -233,18 +233,15 @@ def timeline(history: History, nodeid: str) -> list[Outing]:
     if not ids:
         return []
     rows = history.read(
-        "SELECT r.id, r.started, r.commit_sha, r.kind, r.gates, r.stations, o.test, o.outcome, o.duration_us,"
-        " o.station, o.reason, o.blocker, o.verdict, o.ci, r.ci FROM runs AS r JOIN outcomes AS o ON o.run = r.seq"
-        f" AND o.test IN ({', '.join('?' * len(ids))})"
+        f"SELECT r.id, r.started, r.commit_sha, r.kind, r.gates, r.stations, r.ci, o.test, {OUTCOME_COLUMNS}"
+        f" FROM runs AS r JOIN outcomes AS o ON o.run = r.seq AND o.test IN ({', '.join('?' * len(ids))})"
         " WHERE r.interrupted = 0 AND r.kind != ? ORDER BY r.started, r.id",
         (*ids, SWITCH_KIND),
     )
     out = []
     for r in rows:
-        package = ids[r[6]]
-        station = r[9] if r[9] is not None else json.loads(r[5]).get(package, "")
-        test = TestOutcome(package, nodeid, r[7], r[8] / 1e6, station, r[10], r[11], r[12], r[13])
-        out.append(Outing(WindowRun(r[0], r[1], r[2], r[3], json.loads(r[4]), {}, ci_read=bool(r[14])), test))
+        test = outcome_from(ids[r[7]], nodeid, r[8:], json.loads(r[5]))
+        out.append(Outing(WindowRun(r[0], r[1], r[2], r[3], json.loads(r[4]), {}, ci_read=bool(r[6])), test))
     return out
 
 
