@@ -25,15 +25,12 @@ SCHEMA_ID = "urn:promote-release:promote/schemas/evidence.schema.json"
 def outcomes(run: StoredRun) -> dict[str, Any]:
     """What a published page needs to be a run of the shared history: the packages' counts, and the tests that did not
     pass or that no CI job runs."""
-    collected: dict[str, int] = {}
-    for t in run.tests:
-        collected[t.package] = collected.get(t.package, 0) + 1
     return {
         "kind": run.kind,
         "started": run.started,
         "commit": run.commit,
         "stations": run.stations,
-        "collected": collected,
+        "collected": run.collected,
         "ci": run.ci_read,
         "tests": [[t.package, t.nodeid, t.outcome, t.reason, t.blocker, t.verdict, t.ci]
                   for t in run.tests if t.outcome != "passed" or t.ci],

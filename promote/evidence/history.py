@@ -6,6 +6,7 @@ import json
 import os
 import sqlite3
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -69,6 +70,11 @@ class StoredRun:
 
     def count(self, outcome: str) -> int:
         return sum(1 for t in self.tests if t.outcome == outcome)
+
+    @property
+    def collected(self) -> dict[str, int]:
+        """How many tests each package collected (every outcome)."""
+        return dict(Counter(t.package for t in self.tests))
 
 
 # An outcomes row (`o`) as a TestOutcome is read, after its package and id: every reader selects these, then

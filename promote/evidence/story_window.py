@@ -70,12 +70,9 @@ def _runs(history: History, limit: int, pending: StoredRun | None, *, implied: b
         ):
             counted[seq][package] = n
     if pending is not None:
-        collected: dict[str, int] = {}
-        for t in pending.tests:
-            collected[t.package] = collected.get(t.package, 0) + 1
         runs.append(
             WindowRun(
-                pending.run_id, pending.started, pending.commit, pending.kind, pending.gates, collected,
+                pending.run_id, pending.started, pending.commit, pending.kind, pending.gates, pending.collected,
                 ci_read=pending.ci_read,
             )
         )  # fmt: skip
