@@ -101,6 +101,13 @@ def _add_selection_options(group: pytest.OptionGroup) -> None:
         default=None,
         help="run exactly the test ids listed in FILE (one per line), in that order",
     )
+    group.addoption(
+        "--promote-side-by-side",
+        metavar="FILE",
+        default=None,
+        help="run each selection in FILE (a JSON list of lists of test ids) in a process of its own, forked after "
+        "collection (with --promote-out)",
+    )
 
 
 def worker_id(config: pytest.Config) -> str | None:
@@ -221,15 +228,34 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """With --promote-side-by-side, each selection runs in a forked child of its own (side_by_side)."""
+    recorder = session.config.pluginmanager.get_plugin(RECORDER)
+    if session.config.getoption("promote_side_by_side", default=None) is None or recorder is None:
+        return None
+    from promote.runners.plugin import side_by_side
+
+    side_by_side.run_selections(session, recorder.out_dir, recorder)
+    return True
+
+
 def _deselect(config: pytest.Config, items: list[pytest.Item]) -> None:
     """promote's own selection (a rerun's, a part's), told to pytest and kept apart from the package's own."""
     config.stash.setdefault(OWN_DESELECTED, set()).update(item.nodeid for item in items)
     config.hook.pytest_deselected(items=items)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     # Before any selection: ids that redact alike are numbered over the whole collection, as every worker sees it.
     config.stash[SHOWN] = shown_ids([item.nodeid for item in items])
+    side = config.getoption("promote_side_by_side", default=None)
+    if side:
+        from promote.runners.plugin import side_by_side
+
+        chosen = side_by_side.choose(session, items, side_by_side.read_selections(Path(side)))
+        kept = set(map(id, chosen))
+        _deselect(config, [item for item in items if id(item) not in kept])
+        items[:] = chosen
     select = config.getoption("promote_select", default=None)
     if select:
         wanted = [line for line in Path(select).read_text(encoding="utf-8").splitlines() if line]
