@@ -17,6 +17,7 @@ from promote.accel.commands import Arm, CommandError, arm, run, shown
 from promote.accel.ledger import LEDGER_ENV, Engagement, pooled, read_tally
 from promote.accel.results import ArmStats, BenchResult, CaseResult, Overload, Run
 from promote.config.settings import AccelerationConfig, BenchConfig, Config
+from promote.core.bounded_json import JsonRejected, read_object
 from promote.core.stats import MedianInterval, children_cpu, median_interval
 from promote.core.vocab import BenchVerdict, LoadSource
 
@@ -220,12 +221,14 @@ class Metric:
         case = f" {self.case}" if self.case else ""
         what = f"`{shown(a.argv)}` ({a.name}{case}, round {self.round}): the metrics file it writes to {{out}}"
         try:
-            data = json.loads(self.out.read_text(encoding="utf-8"))
+            data = read_object(self.out)
         except FileNotFoundError:
             raise CommandError(f"{what} was not written") from None
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise CommandError(f"{what} is not JSON ({type(e).__name__})") from None
-        if not isinstance(data, dict) or self.key not in data:
+        except OSError as e:
+            raise CommandError(f"{what} cannot be read ({e.strerror or type(e).__name__})") from None
+        except JsonRejected as e:
+            raise CommandError(f"{what} is not a JSON object: {e}") from None
+        if self.key not in data:
             raise CommandError(f"{what} has no {self.key!r} key")
         value = data[self.key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:

@@ -11,6 +11,7 @@ from pathlib import Path
 from promote.accel.commands import WAYS, CommandError, TimedOut, Way, both_ways, run_way, shown
 from promote.accel.ledger import Engagement, read_tally
 from promote.config.settings import AccelerationConfig, Config, QualityConfig
+from promote.core.bounded_json import Json, JsonRejected, read_lines
 from promote.core.paired import Pairs, clopper_pearson, items_to_decide, mcnemar_p, newcombe
 from promote.core.vocab import QualityVerdict
 
@@ -93,23 +94,18 @@ def _r(values: tuple[float, ...]) -> list[float]:
     return [round(v, 6) for v in values]
 
 
-def _item(line: str) -> tuple[str, bool] | None:
-    try:
-        raw = json.loads(line)
-    except ValueError:
+def _item(raw: Json | JsonRejected) -> tuple[str, bool] | None:
+    if not isinstance(raw, dict):
         return None
-    if not isinstance(raw, dict) or not isinstance(raw.get("item"), str) or not isinstance(raw.get("passed"), bool):
-        return None
-    return raw["item"], raw["passed"]
+    item, passed = raw.get("item"), raw.get("passed")
+    return (item, passed) if isinstance(item, str) and isinstance(passed, bool) else None
 
 
 def read_items(path: Path) -> Items:
     """One arm's items; a missing file is an OSError, an item on two lines a DuplicateItem."""
     passed: dict[str, bool] = {}
     bad = 0
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
+    for line in read_lines(path):
         item = _item(line)
         if item is None:
             bad += 1

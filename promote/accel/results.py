@@ -54,6 +54,7 @@ class ParityResult:
     rtol: float = 0.0
     engagement: Engagement | None = None  # what the path counted in each arm (None: the command did not finish)
     requests: tuple[RequestParity, ...] = ()  # token outputs: each request's generations compared
+    unreadable: str | None = None  # the role of the output that could not be read as promised, when that was why
 
     @property
     def proven(self) -> bool:
@@ -67,7 +68,7 @@ class ParityResult:
             "mismatched": self.mismatched, "total": self.total, "first_mismatch": self.first_mismatch,
             "tokens": self.tokens, "tokens_flipped": self.tokens_flipped, "atol": self.atol, "rtol": self.rtol,
             "error": self.error, "ledger": None if self.engagement is None else self.engagement.to_json(),
-            "requests": [r.to_json() for r in self.requests],
+            "requests": [r.to_json() for r in self.requests], "unreadable": self.unreadable,
         }  # fmt: skip
 
 

@@ -215,6 +215,9 @@ def judge(
                 out.append(Finding("acceleration-broken", "error", test, msg, f"{env}={sw.on}"))
     if switch is not None:
         out += red_both_ways(accel, switch)
+    if parity is not None and parity.unreadable is not None:
+        # The step stays undecided (exit 3); the finding names the file as the team knows it, by its role.
+        out.append(Finding("output-unreadable", "warning", parity.unreadable, parity.error or parity.unreadable))
     if parity is not None and parity.verdict == "differs":
         # Output that differs holds only on the team's own yardstick, paired and non-inferior.
         severity: Severity = "warning" if quality is not None and quality.holds else "error"
