@@ -146,19 +146,6 @@ def _comparable(output: Output, role: str) -> Output:
     return output
 
 
-@dataclass
-class _Tally:
-    """The comparison so far, over the arrays compared one by one."""
-
-    total: int = 0
-    mismatched: int = 0
-    max_abs: float = 0.0
-    max_ulp: int = 0
-    first: str | None = None
-    identical: bool = True
-    within: bool = True
-
-
 def compare(off: Output, on: Output, *, atol: float, rtol: float) -> ParityResult:
     """identical (bitwise), within-tolerance or differs, with how far apart and where first."""
     if off.generations is not None and on.generations is not None:
@@ -171,20 +158,27 @@ def compare(off: Output, on: Output, *, atol: float, rtol: float) -> ParityResul
         raise OutputError(f"the outputs are {kinds[0]} with the switch off and {kinds[1]} with it on")
     if set(off.arrays) != set(on.arrays):
         raise OutputError(f"the outputs hold different arrays: {sorted(off.arrays)} off, {sorted(on.arrays)} on")
-    t = _Tally()
-    for name, a in off.arrays.items():
-        _compare_one(t, name, a, on.arrays[name], atol=atol, rtol=rtol, scale=off.ulp_scale.get(name, 1))
-    t.within = t.within and not off.tokens
-    verdict: ParityVerdict = "identical" if t.identical else "within-tolerance" if t.within else "differs"
+    each = [
+        _compare_one(name, a, on.arrays[name], atol=atol, rtol=rtol, scale=off.ulp_scale.get(name, 1))
+        for name, a in off.arrays.items()
+    ]
+    mismatched = sum(r.mismatched for r in each)
+    verdicts = {r.verdict for r in each}
+    verdict: ParityVerdict = next((v for v in ("differs", "within-tolerance") if v in verdicts), "identical")
+    if verdict == "within-tolerance" and off.tokens:
+        verdict = "differs"  # token ids are labels: no tolerance makes two of them the same
     return ParityResult(
-        verdict=verdict, total=t.total, mismatched=t.mismatched, max_abs_diff=t.max_abs, max_ulp=t.max_ulp,
-        first_mismatch=t.first, tokens=off.tokens, tokens_flipped=t.mismatched if off.tokens else None,
+        verdict=verdict, total=sum(r.total for r in each), mismatched=mismatched,
+        max_abs_diff=max((r.max_abs_diff for r in each), default=0.0),
+        max_ulp=max((r.max_ulp for r in each), default=0),
+        first_mismatch=next((r.first_mismatch for r in each if r.first_mismatch), None), tokens=off.tokens,
+        tokens_flipped=mismatched if off.tokens else None,
     )  # fmt: skip
 
 
 def _compare_one(
-    t: _Tally, name: str, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], *, atol: float, rtol: float, scale: int
-) -> None:
+    name: str, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], *, atol: float, rtol: float, scale: int
+) -> ParityResult:
     """One array of each output, in its own type: numbers by value (complex as complex), text and records exactly."""
     label = f"{name} " if name else ""
     if a.shape != b.shape:
@@ -194,26 +188,27 @@ def _compare_one(
     # Numbers of any width compare by value; text and records only with their own kind (and the same fields).
     if exact and (a.dtype.kind != b.dtype.kind or (a.dtype.kind == "V" and a.dtype != b.dtype)):
         raise OutputError(f"{label}holds {a.dtype} values with the switch off and {b.dtype} with it on")
-    t.total += a.size
     if a.dtype == b.dtype and a.tobytes() == b.tobytes():
-        return
-    t.identical = False
+        return ParityResult("identical", total=a.size)
+    max_abs, max_ulp = 0.0, 0
     if exact:
         # No tolerance applies to text or to a record: they are the same or they differ.
         differ = np.asarray(a != b, dtype=bool)
-        t.within = t.within and not differ.any()
+        within = not differ.any()
     else:
         wide = np.complex128 if "complex" in families else np.float64
         x, y = a.astype(wide), b.astype(wide)
         differ = ~((x == y) | (np.isnan(x) & np.isnan(y)))
         with np.errstate(invalid="ignore", over="ignore"):
             diff = np.abs(x - y)[differ]  # complex: the magnitude of the difference, real and imaginary parts both
-        t.max_abs = max(t.max_abs, float(np.nanmax(diff)) if diff.size else 0.0)
-        t.max_ulp = max(t.max_ulp, _ulp(a, b, differ, scale))
-        t.within = t.within and bool(np.allclose(x, y, atol=atol, rtol=rtol, equal_nan=True))
-    t.mismatched += int(differ.sum())
-    if t.first is None and differ.any():
-        t.first = f"{name}[{', '.join(str(int(i)) for i in np.argwhere(differ)[0])}]"
+        max_abs = float(np.nanmax(diff)) if diff.size else 0.0
+        max_ulp = _ulp(a, b, differ, scale)
+        within = bool(np.allclose(x, y, atol=atol, rtol=rtol, equal_nan=True))
+    first = f"{name}[{', '.join(str(int(i)) for i in np.argwhere(differ)[0])}]" if differ.any() else None
+    return ParityResult(
+        "within-tolerance" if within else "differs", total=a.size, mismatched=int(differ.sum()),
+        max_abs_diff=max_abs, max_ulp=max_ulp, first_mismatch=first,
+    )  # fmt: skip
 
 
 def _ulp(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], differ: np.ndarray[Any, Any], scale: int) -> int:

@@ -117,12 +117,14 @@ def read_items(path: Path) -> Items:
 
 
 def pair(off: Mapping[str, bool], on: Mapping[str, bool]) -> tuple[Pairs, tuple[str, ...]]:
-    """The 2x2 table of the items both arms have, and the ids of those only one has."""
+    """The 2x2 table over every item either arm wrote, and the ids of those only one arm has.
+
+    An item an arm did not answer counts as that arm failing it: an arm that leaves out the items it gets
+    wrong must not look as good as one that answers them all.
+    """
     both = on_only = off_only = neither = 0
-    for item, was in off.items():
-        now = on.get(item)
-        if now is None:
-            continue
+    for item in off.keys() | on.keys():
+        was, now = off.get(item, False), on.get(item, False)
         if was and now:
             both += 1
         elif now:
@@ -194,5 +196,5 @@ def run_quality(config: Config, accel: AccelerationConfig, spec: QualityConfig) 
         line = "; ".join(s for s in stopped.values() if s is not None)
         return replace(report, verdict="timed-out", timed_out=timed_out, error=line, to_decide=None)
     if t.n == 0:
-        return replace(report, error=f"{what}: no item was written by both arms ({len(unpaired)} unpaired)")
+        return replace(report, error=f"{what}: neither arm wrote an item")
     return report
