@@ -27,8 +27,9 @@ MAX_BYTES = 64 * 1024 * 1024  # one document, or one file of lines
 INT_RANGE = 2**63  # |n| below this: a count, a token id or a size, never more than 64 bits
 _INT_DIGITS = len(str(INT_RANGE))
 
-# A JSON string (escapes included, unterminated ones left in place), and anything that is not a bracket.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A JSON string, escapes included; one left open runs to the end (its closing quote optional, so that a
+# string never closed is one match, not a fresh scan to the end from each of its quotes: linear, not quadratic).
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,14 @@ def test_each_attack_is_one_typed_error(name: str) -> None:
         loads(text)
     assert e.value.kind == kind
     assert "\n" not in str(e.value) and len(str(e.value)) < 120  # one line, and no input echoed
+
+
+def test_quotes_never_closed_are_scanned_once() -> None:
+    # 200,000 strings opened and never closed: a scan restarting at each quote would take minutes.
+    started = time.perf_counter()
+    with pytest.raises(JsonRejected) as e:
+        loads("[" * (MAX_DEPTH + 1) + '"\\' * 200_000)
+    assert e.value.kind == "depth" and time.perf_counter() - started < 5
 
 
 def test_what_a_tool_writes_reads_as_json_does() -> None:
