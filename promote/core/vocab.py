@@ -162,3 +162,7 @@ Stored = Literal["records", "history", "pages", "statements"]
 PushStatus = Literal["pushed", "refused"]
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+
+# --- Why a JSON document someone else wrote was not read (promote.core.bounded_json): a bound it broke, or, for
+# `type`, a field that does not hold what its reader expects.
+JsonFault = Literal["size", "depth", "number", "syntax", "type"]

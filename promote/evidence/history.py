@@ -230,40 +230,25 @@ class History:
         With `keep`, the runs beyond the newest `keep` are pruned in the same transaction: an interruption leaves
         the database as it was or with the run stored and the old ones gone, never half of either.
         """
-        run = _redacted(run)
-        self._guarded(lambda: self._store(run, keep))
+        self.write(lambda db: store(db, run, keep=keep))
 
-    def _store(self, run: StoredRun, keep: int | None) -> None:
-        with self._tx() as db:
-            _delete(db, "SELECT seq FROM runs WHERE id = ?", (run.run_id,))
-            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM runs").fetchone()[0]
-            db.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run.run_id, run.kind, run.started, run.finished, run.commit, run.command,
-                    json.dumps(run.mirrors), json.dumps(run.stations), json.dumps(run.gates), int(run.interrupted), seq,
-                    int(run.ci_read),
-                ),
-            )  # fmt: skip
-            ids = _test_ids(db, run.tests)
-            db.executemany(
-                "UPDATE test_ids SET last = ? WHERE id = ?",
-                [(seq, i) for i in {ids[(t.package, t.nodeid)] for t in run.tests}],
-            )
-            db.executemany(
-                "INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(seq, ids[(t.package, t.nodeid)], pos, t.outcome, round(t.duration_s * 1e6),
-                  None if t.station == run.stations.get(t.package) else t.station, t.reason, t.blocker, t.verdict, t.ci)
-                 for pos, t in enumerate(run.tests)],
-            )  # fmt: skip
-            db.executemany(
-                "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?)",
-                [(run.run_id, f.check, f.severity, f.subject, f.message, f.cause) for f in run.findings],
-            )
-            if keep is not None:
-                _delete(db, "SELECT seq FROM runs ORDER BY started DESC, id DESC LIMIT -1 OFFSET ?", (keep,))
-                # Every id a kept run has was last seen in that run or later: these are in none.
-                db.execute("DELETE FROM test_ids WHERE last < (SELECT MIN(seq) FROM runs)")
+    def write(self, change: Callable[[sqlite3.Connection], None]) -> None:
+        """`change` in one transaction taken for writing: all of it lands, or none (with `store`, `forget`)."""
+
+        def once() -> None:
+            with self._tx() as db:
+                change(db)
+
+        self._guarded(once)
+
+    def snapshot(self) -> None:
+        """Read from now on as the database is now: one read transaction until `close`, whoever writes meanwhile."""
+
+        def begin() -> None:
+            self._db.execute("BEGIN")
+            self._db.execute("SELECT COUNT(*) FROM runs").fetchone()  # a read transaction's snapshot starts here
+
+        self._guarded(begin)
 
     def read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of one query (for the readers of the history beside this module: stories, counts)."""
@@ -338,6 +323,47 @@ class History:
             (run.started, run.run_id, SWITCH_KIND, *packages, len(packages)),
         )
         return self.get(str(rows[0][0])) if rows else None
+
+
+def store(db: sqlite3.Connection, run: StoredRun, *, keep: int | None = None) -> None:
+    """Store `run`, secrets redacted, inside a transaction of `History.write` (see `History.record`)."""
+    run = _redacted(run)
+    _delete(db, "SELECT seq FROM runs WHERE id = ?", (run.run_id,))
+    seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM runs").fetchone()[0]
+    db.execute(
+        "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            run.run_id, run.kind, run.started, run.finished, run.commit, run.command,
+            json.dumps(run.mirrors), json.dumps(run.stations), json.dumps(run.gates), int(run.interrupted), seq,
+            int(run.ci_read),
+        ),
+    )  # fmt: skip
+    ids = _test_ids(db, run.tests)
+    db.executemany(
+        "UPDATE test_ids SET last = ? WHERE id = ?",
+        [(seq, i) for i in {ids[(t.package, t.nodeid)] for t in run.tests}],
+    )
+    db.executemany(
+        "INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(seq, ids[(t.package, t.nodeid)], pos, t.outcome, round(t.duration_s * 1e6),
+          None if t.station == run.stations.get(t.package) else t.station, t.reason, t.blocker, t.verdict, t.ci)
+         for pos, t in enumerate(run.tests)],
+    )  # fmt: skip
+    db.executemany(
+        "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?)",
+        [(run.run_id, f.check, f.severity, f.subject, f.message, f.cause) for f in run.findings],
+    )
+    if keep is not None:
+        _delete(db, "SELECT seq FROM runs ORDER BY started DESC, id DESC LIMIT -1 OFFSET ?", (keep,))
+        # Every id a kept run has was last seen in that run or later: these are in none.
+        db.execute("DELETE FROM test_ids WHERE last < (SELECT MIN(seq) FROM runs)")
+
+
+def forget(db: sqlite3.Connection, run_ids: list[str]) -> None:
+    """Delete the runs `run_ids` and the test ids no run has any more, inside a transaction of `History.write`."""
+    for run_id in run_ids:
+        _delete(db, "SELECT seq FROM runs WHERE id = ?", (run_id,))
+    db.execute("DELETE FROM test_ids WHERE id NOT IN (SELECT test FROM outcomes)")
 
 
 def _delete(db: sqlite3.Connection, runs: str, params: tuple[object, ...]) -> None:
