@@ -6,7 +6,7 @@ from collections import Counter
 from contextlib import closing
 from typing import Any
 
-from promote.cli.terminal import SEVERITY_TONES, STORY_TONES, mark
+from promote.cli.terminal import SEVERITY_TONES, STORY_TONES, joined, mark
 from promote.config import Config
 from promote.core import state
 from promote.evidence import docs_history, story_findings, story_window
@@ -61,9 +61,9 @@ def show_stories(config: Config, *, from_docs: bool = False) -> tuple[dict[str, 
     ]
     lines += [mark(story_findings.gate_line(g), "bad") for g in report.long_failing]
     if not lines:
-        return data, "\n".join([f"no test has a story over the last {report.runs} runs (window {report.window})",
+        return data, joined([f"no test has a story over the last {report.runs} runs (window {report.window})",
                                 *skip_lines])  # fmt: skip
-    return data, "\n".join([head, *lines, *skip_lines])
+    return data, joined([head, *lines, *skip_lines])
 
 
 def _entry(o: story_window.Outing) -> dict[str, object]:
@@ -117,7 +117,7 @@ def show_timeline(config: Config, test_id: str, *, from_docs: bool = False) -> t
             if from_docs
             else "in no stored run"
         )
-        return data, "\n".join([f"{test_id}: {where}", *skip_lines])
+        return data, joined([f"{test_id}: {where}", *skip_lines])
     lines = [story_line(s) for s in stories] or [f"{test_id}: no story over the last {report.runs} runs"]
     lines += [_outing_line(o) for o in outings]
     if unlisted:
@@ -125,4 +125,4 @@ def show_timeline(config: Config, test_id: str, *, from_docs: bool = False) -> t
             f"  and {len(unlisted)} more runs of its package whose pages do not list it:"
             " passed there, or not collected yet"
         )
-    return data, "\n".join([*lines, *skip_lines])
+    return data, joined([*lines, *skip_lines])
