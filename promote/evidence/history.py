@@ -18,7 +18,7 @@ from promote.core import state
 from promote.core.errors import PromoteError
 from promote.core.findings import Finding
 from promote.core.redact import current as current_redactor
-from promote.evidence.history_schema import MIGRATIONS, busy_timeout, wal
+from promote.evidence.history_schema import MIGRATIONS, busy_timeout, schema_intact, wal
 
 DB_NAME = "history.sqlite"
 # A run of a package's tests with an acceleration's switch set one way: kept, never compared with the package's own.
@@ -32,8 +32,12 @@ class HistoryError(PromoteError):
     """The history database cannot be read or is newer than this promote."""
 
 
-def damaged(e: sqlite3.Error) -> bool:
+def damaged(e: Exception) -> bool:
     """Whether SQLite found the file damaged or not a database at all (not busy, full or read-only)."""
+    # Bytes of text changed: in a cell (sqlite3's own complaint, with no code), or in the schema, whose message
+    # sqlite3 then fails to decode.
+    if isinstance(e, UnicodeDecodeError) or "Could not decode to UTF-8" in str(e):
+        return True
     code = getattr(e, "sqlite_errorcode", None)  # Python 3.11 on; before it, SQLite's message is all there is
     if code is not None:
         return code in _DAMAGED
@@ -129,7 +133,7 @@ class History:
         self.path = state_dir / name
         try:
             self._db = self._open()
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             if not damaged(e) or not self.path.exists():
                 raise HistoryError(f"{self.path}: cannot open the history database: {e}") from None
             self._db = self._afresh(e)
@@ -144,13 +148,15 @@ class History:
         db = sqlite3.connect(self.path, timeout=busy_timeout(), isolation_level=None)
         try:
             self._migrate(db)
+            if not schema_intact(db):
+                raise sqlite3.DatabaseError("database disk image is malformed: a table or column of its schema is gone")
             wal(db)
         except BaseException:
             db.close()
             raise
         return db
 
-    def _afresh(self, e: sqlite3.DatabaseError) -> sqlite3.Connection:
+    def _afresh(self, e: Exception) -> sqlite3.Connection:
         """A new, empty database in place of the damaged one, which is kept beside it for whoever wants to look.
 
         Neither this run's pages nor its exit code may depend on an old file, nor every later run on someone
@@ -164,14 +170,14 @@ class History:
               "starting a new history", file=sys.stderr, flush=True)  # fmt: skip
         try:
             return self._open()
-        except sqlite3.DatabaseError as again:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as again:
             raise HistoryError(f"{self.path}: cannot open the history database: {again}") from None
 
     def _guarded(self, op: Callable[[], T]) -> T:
         """`op()`; when SQLite finds the file damaged, `op()` again on a new history (see `_afresh`)."""
         try:
             return op()
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
             if not damaged(e):
                 raise
             self._db.close()
@@ -266,7 +272,14 @@ class History:
         return [str(r[0]) for r in rows]
 
     def get(self, run_id: str) -> StoredRun:
-        return self._guarded(lambda: self._get(run_id))
+        return self._guarded(lambda: self._decoded(run_id))
+
+    def _decoded(self, run_id: str) -> StoredRun:
+        try:
+            return self._get(run_id)
+        except (ValueError, TypeError, AttributeError) as e:
+            # A stored value of the wrong kind (JSON cut short, a number where text was): only damage writes one.
+            raise sqlite3.DatabaseError(f"database disk image is malformed: run {run_id!r}: {e}") from None
 
     def _get(self, run_id: str) -> StoredRun:
         row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
