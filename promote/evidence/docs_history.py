@@ -21,7 +21,7 @@ from promote.core.errors import ConfigError
 from promote.core.git import Blob, Repo
 from promote.core.vocab import JsonFault
 from promote.evidence.docs_page import read_page
-from promote.evidence.history import History, StoredRun, forget, store
+from promote.evidence.history import History, HistoryError, StoredRun, forget, store
 
 CACHE_NAME = "docs-history.sqlite"
 # Which page (by the object git holds its bytes in) the cache has read, and what it found there: a run, nothing
@@ -73,7 +73,10 @@ def _read(repo: Repo, missing: list[Blob]) -> dict[str, StoredRun | Skipped | No
 
 def _sync(db: sqlite3.Connection, repo: Repo, listed: list[Blob]) -> None:
     """Bring the cache to `listed` (the pages at HEAD), inside one transaction: readers see it before or after."""
-    db.execute(PAGES)
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pages'").fetchone():
+        # A cache made before pages were kept by object: which page its runs came from is unknown, so none is kept.
+        forget(db, [str(r[0]) for r in db.execute("SELECT id FROM runs")])
+        db.execute(PAGES)
     known = {oid: run_id for oid, run_id in db.execute("SELECT oid, run_id FROM pages")}
     at_head = {b.oid: b for b in listed}
     read = _read(repo, [b for oid, b in at_head.items() if oid not in known])
@@ -110,8 +113,11 @@ def cache(config: Config) -> History:
         head = repo.resolve("HEAD")
         folder = posixpath.dirname(index_path(config.docs.page))
         listed = [b for b in repo.blobs(head, folder) if b.path.endswith(".json")] if head else []
-        history.write(lambda db: _sync(db, repo, listed))
-        history.snapshot()
+        try:
+            history.write(lambda db: _sync(db, repo, listed))
+            history.snapshot()
+        except sqlite3.Error as e:  # a full disk, another promote holding the cache past the wait
+            raise HistoryError(f"{history.path}: cannot bring the cache up to date: {e}") from None
     except BaseException:
         history.close()
         raise

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from promote.config import load_config
+from promote.core import state
 from promote.evidence import docs_history
 from promote.evidence.docs_page import SCHEMA_ID
 from tests.helpers.cli import run, run_json
@@ -222,3 +223,16 @@ def test_a_full_state_disk_while_reading_the_pages_is_one_line_and_exit_2(work: 
                 assert line.startswith("promote: error: "), (leave, line)
                 assert "No space left on device" in line or "disk is full" in line, (leave, line)
     assert codes == {0, 2}, codes  # refused while the disk was full, told once there was room
+
+
+def test_a_cache_made_before_pages_were_kept_by_object_keeps_no_run_of_a_page_gone(work: Path) -> None:
+    from promote.evidence.history import History, StoredRun, TestOutcome
+
+    # The cache as an earlier promote left it: runs only, nothing saying which page each came from.
+    old = History(state.state_dir(work), name=docs_history.CACHE_NAME)
+    tests = (TestOutcome("pkg", "test_a.py::test_flaky", "failed"),)
+    old.record(StoredRun("withdrawn", "audit", "2026-09-01T00:00:00", "x", "c" * 40, "promote audit", tests=tests))
+    old.close()
+    publish(work, {"a.json": flaky("published", "2026-09-02T00:00:00")})
+    _, told = run_json(work, "history", "--test", "test_a.py::test_flaky", "--from-docs")
+    assert [e["run"] for e in told["timeline"]] == ["published"]
