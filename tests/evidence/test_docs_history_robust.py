@@ -236,3 +236,22 @@ def test_a_cache_made_before_pages_were_kept_by_object_keeps_no_run_of_a_page_go
     publish(work, {"a.json": flaky("published", "2026-09-02T00:00:00")})
     _, told = run_json(work, "history", "--test", "test_a.py::test_flaky", "--from-docs")
     assert [e["run"] for e in told["timeline"]] == ["published"]
+
+
+def test_promotes_bringing_the_cache_up_to_date_at_once_all_tell_the_same_story(work: Path) -> None:
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "promote", "history", "--tests", "--from-docs", "--json"]
+    for round_ in range(3):
+        day = f"2026-10-0{round_ + 1}"
+        publish(
+            work, {"a.json": flaky(f"a{round_}", f"{day}T00:00"), f"b{round_}.json": flaky(f"b{round_}", day, "passed")}
+        )
+        procs = [subprocess.Popen(argv, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+        done = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0, 0], done
+        told = {out for out, _ in done}
+        assert len(told) == 1, round_
+        [story] = [s for s in json.loads(told.pop())["tests"] if s["test"] == "test_a.py::test_flaky"]
+        assert story["runs"] == round_ + 2  # this round's page a, and every page b so far
