@@ -106,13 +106,22 @@ def test_a_read_only_state_directory_is_one_line_and_exit_2(tmp_path: Path) -> N
 def test_a_full_state_directory_under_history_is_one_line_and_exit_2(tmp_path: Path) -> None:
     state = _repository(tmp_path)
     state.mkdir()
-    with mounted(state, "200k"):
-        fill(state, leave=0)
+    with mounted(state, "400k"):
+        fill(state, leave=0)  # before any history was made
         result = run(tmp_path, "history", "--tests")
         assert result.exit_code == 2, result.output
         [line] = result.stderr.splitlines()
         assert line.startswith("promote: error: ") and ".promote" in line, line
         assert "No space left on device" in line or "disk is full" in line, line
+        (state / "filler").unlink()
+        assert run(tmp_path, "-q", "test").exit_code == 0
+        fill(state, leave=0)  # with a history: SQLite cannot make its shared-memory file to read it
+        for command in (["history"], ["history", "--tests"], ["history", "--test", "test_a.py::test_x"]):
+            result = run(tmp_path, *command)
+            assert result.exit_code == 2 and "Traceback" not in result.output, (command, result.output)
+            [line] = result.stderr.splitlines()
+            assert line.startswith(f"promote: error: {state / DB_NAME}: cannot open the history database"), line
+        assert not list(state.glob(f"{DB_NAME}.corrupt-*"))  # a full disk is not damage: nothing moved aside
 
 
 def test_a_damaged_history_opened_directly_is_replaced_by_an_empty_usable_one(tmp_path: Path) -> None:
