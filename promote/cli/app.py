@@ -163,15 +163,16 @@ class LiveProgress:
 
     def step(self, step: Step) -> None:
         """A rerun starting: what it does, for which test, k of n (reruns and bisection take seconds each)."""
-        from promote.core.redact import clean
+        from promote.core.redact import one_line
 
+        test = one_line(step.test)
         if step.action == "alone":
-            line = f"rerunning failed tests alone {step.k}/{step.n}: {clean(step.test)}"
+            line = f"rerunning failed tests alone {step.k}/{step.n}: {test}"
         elif step.action == "unrestored":
-            line = f"running {step.before} test(s) from {clean(step.test)} on again, nothing restored {step.k}/{step.n}"
+            line = f"running {step.before} test(s) from {test} on again, nothing restored {step.k}/{step.n}"
         else:
             side = f", {step.side} processes side by side" if step.side > 1 else ""
-            line = f"bisecting {clean(step.test)}: rerun {step.k}/~{step.n}, after up to {step.before} test(s){side}"
+            line = f"bisecting {test}: rerun {step.k}/~{step.n}, after up to {step.before} test(s){side}"
         with self.lock:
             if self.live:
                 self.stepped = True

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from promote.cli.render import findings_lines
-from promote.cli.terminal import AUDIT_TONES, GATE_TONES, mark
+from promote.cli.terminal import AUDIT_TONES, GATE_TONES, joined, mark
 from promote.core.vocab import Stored
 from promote.evidence.audit import AuditResult, Unstored
 from promote.evidence.gates import TITLES
@@ -26,7 +26,7 @@ def audit_report(r: AuditResult) -> str:
         lines += ["", "pages:", f"  {r.pages.md}", f"  {r.pages.html}", f"  {r.pages.json}"]
     if r.published is not None:
         lines.append(f"published: {published_line(r.published)}")
-    return "\n".join(lines)
+    return joined(lines)
 
 
 def published_line(p: PublishResult) -> str:

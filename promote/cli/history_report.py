@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from promote.cli.render import findings_lines, table
+from promote.cli.terminal import joined
 from promote.config import Config
 from promote.core import state
 from promote.core.vocab import is_red
@@ -50,7 +51,7 @@ def show_history(config: Config, run_id: str | None, *, limit: int) -> tuple[dic
         lines.append("gates: " + ", ".join(f"{k} {v}" for k, v in run.gates.items()))
     if run.findings:
         lines += ["findings:", *findings_lines(run.findings)]
-    return data, "\n".join(lines)
+    return data, joined(lines)
 
 
 def _listing(history: History, limit: int) -> tuple[dict[str, Any], str]:
@@ -70,7 +71,7 @@ def _listing(history: History, limit: int) -> tuple[dict[str, Any], str]:
                      str(red), str(run.count("blocked")), change])  # fmt: skip
     if not rows:
         return {"runs": []}, "no runs recorded yet"
-    text = "\n".join(table(["RUN", "KIND", "STARTED", "COMMIT", "PASSED", "RED", "BLOCKED", "SINCE PREVIOUS"], rows))
+    text = joined(table(["RUN", "KIND", "STARTED", "COMMIT", "PASSED", "RED", "BLOCKED", "SINCE PREVIOUS"], rows))
     return {"runs": items}, text
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from promote.cli.terminal import CHECK_TONES, MERGE_TONES, MIRROR_TONES, SEVERITY_TONES, mark, plain
+from promote.cli.terminal import CHECK_TONES, MERGE_TONES, MIRROR_TONES, SEVERITY_TONES, joined, mark, plain
 from promote.core.vocab import ADVANCED, MERGED, PARTIAL, WOULD_MERGE, assert_never
 from promote.release.drift import DriftUndecided
 
@@ -75,7 +75,7 @@ def check_report(r: CheckResult) -> str:
     if r.findings:
         lines += ["", "findings:", *findings_lines(r.findings)]
     lines += ["", f"verdict: {mark(r.verdict, CHECK_TONES[r.verdict])}"]
-    return "\n".join(lines)
+    return joined(lines)
 
 
 def merge_report(r: MergeResult) -> str:
@@ -109,9 +109,9 @@ def merge_report(r: MergeResult) -> str:
     if r.verdict == PARTIAL:
         head = f"{verdict}: {r.trunk} advanced to {cand} on some mirrors only; nothing was forced"
         tail = "reconcile the refused mirror(s), then rerun `promote merge` to resume"
-        return "\n".join([head, *lines, tail])
+        return joined([head, *lines, tail])
     head = f"{verdict}: nothing pushed"
-    return "\n".join([check_report(r.check), "", head, *lines])
+    return "\n".join([check_report(r.check), joined(["", head, *lines])])
 
 
 def inventory_report(inv: Inventory) -> str:

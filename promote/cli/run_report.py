@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from promote.cli.render import findings_lines, table
-from promote.cli.terminal import mark
+from promote.cli.terminal import joined, mark
 from promote.core.vocab import is_red
 from promote.runners.requirements import blocked_summary
 from promote.runners.suite import RedStreak, RunResult
@@ -43,7 +43,7 @@ def run_report(r: RunResult) -> str:
     if r.findings:
         lines += ["", "findings:", *findings_lines(r.findings)]
     lines += ["", f"results: {r.out_dir}", mark("all green", "good") if r.green else mark("not green", "bad")]
-    return "\n".join(lines)
+    return joined(lines)
 
 
 def _streak(s: RedStreak | None) -> str:

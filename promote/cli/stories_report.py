@@ -6,7 +6,7 @@ from collections import Counter
 from contextlib import closing
 from typing import Any
 
-from promote.cli.terminal import SEVERITY_TONES, STORY_TONES, mark
+from promote.cli.terminal import SEVERITY_TONES, STORY_TONES, joined, mark
 from promote.config import Config
 from promote.core import state
 from promote.evidence import docs_history, story_findings, story_window
@@ -35,11 +35,21 @@ def _opened(config: Config, from_docs: bool) -> History:
     return docs_history.cache(config) if from_docs else History(state.state_dir(config.root))
 
 
+def _skips(history: History, from_docs: bool) -> tuple[list[dict[str, str]], list[str]]:
+    """The published pages left out of the shared history: for `--json`, and one line each."""
+    pages = docs_history.skipped(history) if from_docs else []
+    data = [{"page": p.path, "fault": p.fault, "detail": p.detail} for p in pages]
+    return data, [f"skipped {p.path}: {p.detail}" for p in pages]
+
+
 def show_stories(config: Config, *, from_docs: bool = False) -> tuple[dict[str, Any], str]:
     """(JSON data, text) for `promote history --tests`: from this clone's history, or from the published pages."""
     with closing(_opened(config, from_docs)) as history:
         report = story_findings.read(config, history, shared=from_docs)
+        skips, skip_lines = _skips(history, from_docs)
     data = story_findings.section(report) or {}
+    if from_docs:
+        data["skipped"] = skips
     kinds = Counter(s.kind for s in report.stories)
     counted = [f"{n} {kind}" for kind, n in kinds.most_common()]
     counted += [f"{len(report.drops)} tests-dropped"] if report.drops else []
@@ -51,8 +61,9 @@ def show_stories(config: Config, *, from_docs: bool = False) -> tuple[dict[str, 
     ]
     lines += [mark(story_findings.gate_line(g), "bad") for g in report.long_failing]
     if not lines:
-        return data, f"no test has a story over the last {report.runs} runs (window {report.window})"
-    return data, "\n".join([head, *lines])
+        return data, joined([f"no test has a story over the last {report.runs} runs (window {report.window})",
+                                *skip_lines])  # fmt: skip
+    return data, joined([head, *lines, *skip_lines])
 
 
 def _entry(o: story_window.Outing) -> dict[str, object]:
@@ -89,6 +100,7 @@ def show_timeline(config: Config, test_id: str, *, from_docs: bool = False) -> t
         outings = story_window.timeline(history, test_id)
         unlisted = story_window.unlisted(history, outings) if from_docs and outings else []
         report = story_findings.read(config, history, shared=from_docs)
+        skips, skip_lines = _skips(history, from_docs)
     stories = [s for s in report.stories if s.test == test_id]
     data: dict[str, Any] = {
         "test": test_id,
@@ -98,13 +110,14 @@ def show_timeline(config: Config, test_id: str, *, from_docs: bool = False) -> t
     }
     if from_docs:
         data["unlisted"] = unlisted
+        data["skipped"] = skips
     if not outings:
         where = (
             "listed on no published page (a page lists only the tests that did not pass)"
             if from_docs
             else "in no stored run"
         )
-        return data, f"{test_id}: {where}"
+        return data, joined([f"{test_id}: {where}", *skip_lines])
     lines = [story_line(s) for s in stories] or [f"{test_id}: no story over the last {report.runs} runs"]
     lines += [_outing_line(o) for o in outings]
     if unlisted:
@@ -112,4 +125,4 @@ def show_timeline(config: Config, test_id: str, *, from_docs: bool = False) -> t
             f"  and {len(unlisted)} more runs of its package whose pages do not list it:"
             " passed there, or not collected yet"
         )
-    return data, "\n".join(lines)
+    return data, joined([*lines, *skip_lines])

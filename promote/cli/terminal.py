@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from typing import IO, Literal, cast, get_args
 
 import click
@@ -120,21 +121,29 @@ def plain(text: str) -> str:
     return _MARK.sub(r"\2", text) if "\x00" in text else text
 
 
+def joined(lines: Iterable[str]) -> str:
+    """A report's lines, each kept to one: a newline inside a line came with the untrusted text in it (a skip
+    reason, a test id read from a published page) and is shown as `\\x0a`, so that text begins no line of its own
+    (in a CI log, another tool's line or a GitHub Actions workflow command)."""
+    return "\n".join(line.replace("\n", "\\x0a") for line in lines)
+
+
 def shown(text: str, *, colour: bool) -> str:
-    """`text` as it may reach a terminal: cleaned (redacted, control characters shown), marked words coloured."""
-    from promote.core.redact import clean
+    """`text` as it may reach a terminal: cleaned (redacted, control characters shown, no line a workflow
+    command), marked words coloured."""
+    from promote.core.redact import clean, inert_lines
 
     whole = clean(plain(text))
     if not colour:
-        return whole
+        return inert_lines(whole)
     pieces = _MARK.split(text)  # text, tone, word, text, tone, word, ..., text
     between, words = [clean(p) for p in pieces[0::3]], [clean(w) for w in pieces[2::3]]
     # A secret spanning a mark's edge is redacted only when the text is cleaned whole: never colour at that price.
     if _interleave(between, words) != whole:
-        return whole
+        return inert_lines(whole)
     styles = [STYLES[cast(Tone, tone)] for tone in pieces[1::3]]
     styled = [click.style(w, fg=fg, bold=bold) for w, (fg, bold) in zip(words, styles, strict=True)]
-    return _interleave(between, styled)
+    return inert_lines(_interleave(between, styled))
 
 
 def _interleave(between: list[str], words: list[str]) -> str:

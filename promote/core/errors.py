@@ -38,10 +38,10 @@ def error_handler() -> Iterator[None]:
     try:
         yield
     except PromoteError as e:
-        from promote.core.redact import clean
+        from promote.core.redact import one_line
 
         # Flushed: an in-process caller (click 8.1's CliRunner) may swap sys.stderr out before exit flushes it.
-        print(f"promote: error: {clean(str(e))}", file=sys.stderr, flush=True)
+        print(f"promote: error: {one_line(str(e))}", file=sys.stderr, flush=True)
         raise SystemExit(e.exit_code) from None
     except KeyboardInterrupt:
         print("promote: interrupted", file=sys.stderr, flush=True)

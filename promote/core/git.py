@@ -44,6 +44,15 @@ class Commit:
 
 
 @dataclass(frozen=True)
+class Blob:
+    """A file of a committed tree: its path, the object that holds its bytes, and their size."""
+
+    path: str
+    oid: str
+    size: int
+
+
+@dataclass(frozen=True)
 class GrepHit:
     """One line `git grep` found: the file, its 1-based line number, and the line."""
 
@@ -160,6 +169,37 @@ class Repo:
     def tree_files(self, ref: str) -> list[str]:
         """Every file path in the committed tree of `ref`."""
         return [p for p in self.out("ls-tree", "-r", "-z", "--name-only", "--end-of-options", ref).split("\0") if p]
+
+    def blobs(self, ref: str, folder: str) -> list[Blob]:
+        """The regular files directly in `folder` ("" for the top) of `ref`'s tree, read by one `git ls-tree`."""
+        where = ["--", folder.rstrip("/") + "/"] if folder else []
+        found = []
+        for record in self.out("ls-tree", "-l", "-z", "--end-of-options", ref, *where).split("\0"):
+            meta, _, path = record.partition("\t")
+            fields = meta.split()
+            if len(fields) == 4 and fields[0] in ("100644", "100755") and fields[1] == "blob":
+                found.append(Blob(path, fields[2], int(fields[3])))
+        return found
+
+    def read_blobs(self, oids: list[str]) -> dict[str, bytes]:
+        """The bytes of each object of `oids`, all read by one `git cat-file --batch`."""
+        if not oids:
+            return {}
+        done = run_bounded(
+            ["git", "cat-file", "--batch"], cwd=self.root, env=git_environment(), telling=TELLING,
+            stdin="".join(f"{oid}\n" for oid in oids).encode(),
+        )  # fmt: skip
+        if not done.ok:
+            raise GitError(f"git cat-file failed in {self.root}: {done.reason}")
+        out, pos, found = done.output, 0, {}
+        while (end := out.find(b"\n", pos)) >= 0:
+            header = out[pos:end].split()  # `OID TYPE SIZE`, then SIZE bytes and a newline; or `NAME missing`
+            pos = end + 1
+            if len(header) == 3:
+                size = int(header[2])
+                found[header[0].decode()] = out[pos : pos + size]
+                pos += size + 1
+        return found
 
     def grep(self, ref: str, patterns: list[str], *, fixed: bool) -> list[GrepHit]:
         """Lines of `ref`'s tree matching any pattern (fixed strings, or extended regular expressions)."""

@@ -274,3 +274,21 @@ def redact(text: str, values: Iterable[str] = ()) -> str:
 def clean(text: str) -> str:
     """What may reach a terminal or a page: redacted, and with control characters shown."""
     return printable(redact(text))
+
+
+def one_line(text: str) -> str:
+    """`clean(text)` kept to one line, its newlines shown as `\\x0a` as every other control character is: for what
+    promote prints as one line (an error, a warning, a step) holding text it did not write (a test id, a reason)."""
+    return clean(text).replace("\n", "\\x0a")
+
+
+# A line that begins with `::` (blanks aside: GitHub's runner trims them) is a workflow command in a GitHub Actions
+# log (`::error ...`, `::add-mask::...`), whoever printed it. promote's own annotations are printed apart.
+_COMMAND_LINE = re.compile(r"(\A|\n)([ \t]*):(?=:)")
+
+
+def inert_lines(text: str) -> str:
+    """`text` (cleaned) with no line beginning a workflow command: promote's own lines never begin with `::`, so
+    the newline before such a line came inside untrusted text and is shown as `\\x0a` (at the very start, the
+    first colon as `\\x3a`)."""
+    return _COMMAND_LINE.sub(lambda m: f"\\x0a{m[2]}:" if m[1] else f"{m[2]}\\x3a", text)

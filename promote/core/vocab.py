@@ -153,7 +153,8 @@ def quality_judged(verdict: QualityVerdict) -> bool:
     return verdict in ("non-inferior", "inferior", "inconclusive")
 
 
-# Why the bounded JSON reader refused a file or a line a team's tool wrote (promote.core.bounded_json).
+# Why the bounded JSON reader refused a document someone else wrote (promote.core.bounded_json): a bound it broke,
+# or, for `type`, a value (or a published page's field) that does not hold what its reader expects.
 JsonFault = Literal["syntax", "encoding", "size", "depth", "number", "type"]
 
 # --- A test's story over the nights (promote.evidence.stories).
@@ -167,3 +168,4 @@ Stored = Literal["records", "history", "pages", "statements"]
 PushStatus = Literal["pushed", "refused"]
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+

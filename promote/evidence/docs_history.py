@@ -1,25 +1,35 @@
 """The team's shared history: the evidence JSON pages published in the docs repository, read into a local cache.
 
 Each published page carries its run's `outcomes` (every package's collected count, and the tests that did not
-pass); `promote history --tests --from-docs` imports the pages not cached yet into `.promote/docs-history.sqlite`
-and tells the stories over them, so every machine tells the same story from the same pages.
+pass); `promote history --tests --from-docs` brings `.promote/docs-history.sqlite` to the pages at the docs
+repository's HEAD (each page read once, by the object that holds it) and tells the stories over them, so every
+machine on the same docs commit tells the same story from the same pages.
 """
 
 from __future__ import annotations
 
-import json
 import posixpath
+import sqlite3
+from dataclasses import dataclass
 from typing import Any
 
 from promote.checks.docs import index_path
 from promote.config import Config
 from promote.core import state
+from promote.core.bounded_json import MAX_BYTES, JsonRejected
 from promote.core.errors import ConfigError
-from promote.core.git import Repo
-from promote.evidence.history import History, StoredRun, TestOutcome
+from promote.core.git import Blob, Repo
+from promote.core.vocab import JsonFault
+from promote.evidence.docs_page import read_page
+from promote.evidence.history import History, HistoryError, StoredRun, forget, store
 
 CACHE_NAME = "docs-history.sqlite"
-SCHEMA_ID = "urn:promote-release:promote/schemas/evidence.schema.json"
+# Which page (by the object git holds its bytes in) the cache has read, and what it found there: a run, nothing
+# (a JSON file that is not an evidence page), or why it was skipped. Keyed by object, so a page replaced under the
+# same name is read again, and a page no longer at HEAD is no longer told.
+PAGES = (
+    "CREATE TABLE IF NOT EXISTS pages (oid TEXT PRIMARY KEY, path TEXT NOT NULL, run_id TEXT, fault TEXT, detail TEXT)"
+)
 
 
 def outcomes(run: StoredRun) -> dict[str, Any]:
@@ -37,31 +47,64 @@ def outcomes(run: StoredRun) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _run_of(doc: dict[str, Any]) -> StoredRun | None:
-    """A published page as a run of the cache (None: not an evidence page, or one from before `outcomes`)."""
-    shared = doc.get("outcomes")
-    if doc.get("$schema") != SCHEMA_ID or not isinstance(shared, dict):
-        return None
-    # A page published before CI was kept per test has six items a test, and no `ci`.
-    tests = tuple(TestOutcome(p, n, o, 0.0, "", reason, blocker, verdict, ci[0] if ci else None)
-                  for p, n, o, reason, blocker, verdict, *ci in shared["tests"])  # fmt: skip
-    return StoredRun(
-        run_id=str(doc["run"]),
-        kind=str(shared["kind"]),
-        started=str(shared["started"]),
-        finished=str(doc["provenance"]["finished"]),
-        commit=shared["commit"],
-        command=str(doc["provenance"]["command"]),
-        # The packages that ran (a test of one of them that the page does not list passed there).
-        stations={p: str(shared["stations"].get(p, "")) for p in shared["collected"]},
-        gates={k: str(g["status"]) for k, g in doc["gates"].items()},
-        tests=tests,
-        ci_read=bool(shared.get("ci", False)),
-    )
+@dataclass(frozen=True)
+class Skipped:
+    """A published page the shared history leaves out, and why (a bound its JSON broke, a field's type)."""
+
+    path: str
+    fault: JsonFault
+    detail: str
+
+
+def _read(repo: Repo, missing: list[Blob]) -> dict[str, StoredRun | Skipped | None]:
+    """What each page of `missing` holds, every one read by one `git cat-file --batch` (none too large to read)."""
+    found: dict[str, StoredRun | Skipped | None] = {
+        b.oid: Skipped(b.path, "size", f"{b.size} bytes, more than {MAX_BYTES}") for b in missing if b.size > MAX_BYTES
+    }
+    contents = repo.read_blobs([b.oid for b in missing if b.oid not in found])
+    for b in missing:
+        if b.oid not in found:
+            try:
+                found[b.oid] = read_page(contents.get(b.oid, b""), max_bytes=MAX_BYTES)
+            except JsonRejected as e:
+                found[b.oid] = Skipped(b.path, e.kind, str(e))
+    return found
+
+
+def _sync(db: sqlite3.Connection, repo: Repo, listed: list[Blob]) -> None:
+    """Bring the cache to `listed` (the pages at HEAD), inside one transaction: readers see it before or after."""
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pages'").fetchone():
+        # A cache made before pages were kept by object: which page its runs came from is unknown, so none is kept.
+        forget(db, [str(r[0]) for r in db.execute("SELECT id FROM runs")])
+        db.execute(PAGES)
+    known = {oid: run_id for oid, run_id in db.execute("SELECT oid, run_id FROM pages")}
+    at_head = {b.oid: b for b in listed}
+    read = _read(repo, [b for oid, b in at_head.items() if oid not in known])
+    gone = [oid for oid in known if oid not in at_head]
+    kept = {run_id for oid, run_id in known.items() if oid in at_head} | {
+        r.run_id for r in read.values() if isinstance(r, StoredRun)
+    }
+    forget(db, sorted({known[oid] for oid in gone if known[oid] is not None} - kept))
+    db.executemany("DELETE FROM pages WHERE oid = ?", [(oid,) for oid in gone])
+    for oid, page in read.items():
+        if isinstance(page, StoredRun):
+            store(db, page)
+        run_id = page.run_id if isinstance(page, StoredRun) else None
+        fault, detail = (page.fault, page.detail) if isinstance(page, Skipped) else (None, None)
+        db.execute(
+            "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?)", (oid, at_head[oid].path, run_id, fault, detail)
+        )
+
+
+def skipped(history: History) -> list[Skipped]:
+    """The pages at HEAD that the cache leaves out, by path."""
+    rows = history.read("SELECT path, fault, detail FROM pages WHERE fault IS NOT NULL ORDER BY path")
+    return [Skipped(path, fault, detail) for path, fault, detail in rows]
 
 
 def cache(config: Config) -> History:
-    """The local cache of the published pages, brought up to date with the docs repository's HEAD."""
+    """The local cache of the published pages, brought to the docs repository's HEAD and held there: every read of
+    it until it is closed sees the pages of one moment, whoever brings it up to date meanwhile."""
     if config.docs is None:
         raise ConfigError(f"{config.path}: --from-docs needs [{config.prefix}.docs] naming the docs repository")
     history = History(state.state_dir(config.root), name=CACHE_NAME)
@@ -69,15 +112,12 @@ def cache(config: Config) -> History:
         repo = Repo(config.docs.repo)
         head = repo.resolve("HEAD")
         folder = posixpath.dirname(index_path(config.docs.page))
-        known = set(history.run_ids())
-        for path in repo.tree_files(head) if head else []:
-            if posixpath.dirname(path) == folder and path.endswith(".json"):
-                try:
-                    run = _run_of(json.loads(repo.out("show", f"{head}:{path}")))
-                except (ValueError, KeyError, TypeError):
-                    continue  # a JSON file that is not an evidence page of ours
-                if run is not None and run.run_id not in known:
-                    history.record(run)
+        listed = [b for b in repo.blobs(head, folder) if b.path.endswith(".json")] if head else []
+        try:
+            history.write(lambda db: _sync(db, repo, listed))
+            history.snapshot()
+        except sqlite3.Error as e:  # a full disk, another promote holding the cache past the wait
+            raise HistoryError(f"{history.path}: cannot bring the cache up to date: {e}") from None
     except BaseException:
         history.close()
         raise

@@ -7,26 +7,41 @@ import os
 import sqlite3
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from promote.core import state
 from promote.core.errors import PromoteError
 from promote.core.findings import Finding
 from promote.core.redact import current as current_redactor
-from promote.evidence.history_schema import MIGRATIONS, busy_timeout, wal
+from promote.evidence.history_schema import MIGRATIONS, busy_timeout, schema_intact, wal
 
 DB_NAME = "history.sqlite"
 # A run of a package's tests with an acceleration's switch set one way: kept, never compared with the package's own.
 SWITCH_KIND = "accel-switch"
+T = TypeVar("T")
+# SQLite's primary result codes SQLITE_CORRUPT and SQLITE_NOTADB (the sqlite3 module's names are not typed).
+_DAMAGED = (11, 26)
 
 
 class HistoryError(PromoteError):
     """The history database cannot be read or is newer than this promote."""
+
+
+def damaged(e: Exception) -> bool:
+    """Whether SQLite found the file damaged or not a database at all (not busy, full or read-only)."""
+    # Bytes of text changed: in a cell (sqlite3's own complaint, with no code), or in the schema, whose message
+    # sqlite3 then fails to decode.
+    if isinstance(e, UnicodeDecodeError) or "Could not decode to UTF-8" in str(e):
+        return True
+    code = getattr(e, "sqlite_errorcode", None)  # Python 3.11 on; before it, SQLite's message is all there is
+    if code is not None:
+        return code in _DAMAGED
+    return isinstance(e, sqlite3.DatabaseError) and ("malformed" in str(e) or "not a database" in str(e))
 
 
 @dataclass(frozen=True)
@@ -118,31 +133,56 @@ class History:
         self.path = state_dir / name
         try:
             self._db = self._open()
-        except sqlite3.DatabaseError as e:
-            if isinstance(e, sqlite3.OperationalError) or not self.path.exists():
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+            if not damaged(e) or not self.path.exists():
                 raise HistoryError(f"{self.path}: cannot open the history database: {e}") from None
-            # Not a database (or a damaged one): keep it for whoever wants to look, and start afresh, so that
-            # neither this run's pages nor its exit code depend on an old file.
-            aside = self._move_aside()
-            print(f"promote: warning: {self.path} is not a usable database ({e}); moved to {aside.name}, "
-                  "starting a new history", file=sys.stderr, flush=True)  # fmt: skip
-            try:
-                self._db = self._open()
-            except sqlite3.DatabaseError as again:
-                raise HistoryError(f"{self.path}: cannot open the history database: {again}") from None
+            self._db = self._afresh(e)
 
     def _open(self) -> sqlite3.Connection:
         # isolation_level=None: transactions are begun here, explicitly (BEGIN IMMEDIATE), not by the module.
         # Created 0600 before SQLite opens it (its -wal and -shm files take the same mode): runs may hold secrets.
-        os.close(state.private_file(self.path, os.O_RDWR))
+        try:
+            os.close(state.private_file(self.path, os.O_RDWR))
+        except OSError as e:  # a read-only or full `.promote`: one line, as SQLite's own refusals are
+            raise HistoryError(f"{self.path}: cannot open the history database: {e.strerror or e}") from None
         db = sqlite3.connect(self.path, timeout=busy_timeout(), isolation_level=None)
         try:
             self._migrate(db)
+            if not schema_intact(db):
+                raise sqlite3.DatabaseError("database disk image is malformed: a table or column of its schema is gone")
             wal(db)
         except BaseException:
             db.close()
             raise
         return db
+
+    def _afresh(self, e: Exception) -> sqlite3.Connection:
+        """A new, empty database in place of the damaged one, which is kept beside it for whoever wants to look.
+
+        Neither this run's pages nor its exit code may depend on an old file, nor every later run on someone
+        deleting it by hand: damage found on opening and damage found by a later read or write go the same way.
+        """
+        try:
+            aside = self._move_aside()
+        except OSError as refused:
+            raise HistoryError(f"{self.path}: damaged ({e}) and cannot be moved aside: {refused.strerror}") from None
+        print(f"promote: warning: {self.path} is not a usable database ({e}); moved to {aside.name}, "
+              "starting a new history", file=sys.stderr, flush=True)  # fmt: skip
+        try:
+            return self._open()
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as again:
+            raise HistoryError(f"{self.path}: cannot open the history database: {again}") from None
+
+    def _guarded(self, op: Callable[[], T]) -> T:
+        """`op()`; when SQLite finds the file damaged, `op()` again on a new history (see `_afresh`)."""
+        try:
+            return op()
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
+            if not damaged(e):
+                raise
+            self._db.close()
+            self._db = self._afresh(e)
+        return op()
 
     def _move_aside(self) -> Path:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
@@ -185,7 +225,8 @@ class History:
         try:
             yield self._db
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # SQLite may have rolled back already (a damaged page, a full disk)
+                self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
 
@@ -195,54 +236,52 @@ class History:
         With `keep`, the runs beyond the newest `keep` are pruned in the same transaction: an interruption leaves
         the database as it was or with the run stored and the old ones gone, never half of either.
         """
-        run = _redacted(run)
-        with self._tx() as db:
-            _delete(db, "SELECT seq FROM runs WHERE id = ?", (run.run_id,))
-            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM runs").fetchone()[0]
-            db.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run.run_id, run.kind, run.started, run.finished, run.commit, run.command,
-                    json.dumps(run.mirrors), json.dumps(run.stations), json.dumps(run.gates), int(run.interrupted), seq,
-                    int(run.ci_read),
-                ),
-            )  # fmt: skip
-            ids = _test_ids(db, run.tests)
-            db.executemany(
-                "UPDATE test_ids SET last = ? WHERE id = ?",
-                [(seq, i) for i in {ids[(t.package, t.nodeid)] for t in run.tests}],
-            )
-            db.executemany(
-                "INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(seq, ids[(t.package, t.nodeid)], pos, t.outcome, round(t.duration_s * 1e6),
-                  None if t.station == run.stations.get(t.package) else t.station, t.reason, t.blocker, t.verdict, t.ci)
-                 for pos, t in enumerate(run.tests)],
-            )  # fmt: skip
-            db.executemany(
-                "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?)",
-                [(run.run_id, f.check, f.severity, f.subject, f.message, f.cause) for f in run.findings],
-            )
-            if keep is not None:
-                _delete(db, "SELECT seq FROM runs ORDER BY started DESC, id DESC LIMIT -1 OFFSET ?", (keep,))
-                # Every id a kept run has was last seen in that run or later: these are in none.
-                db.execute("DELETE FROM test_ids WHERE last < (SELECT MIN(seq) FROM runs)")
+        self.write(lambda db: store(db, run, keep=keep))
+
+    def write(self, change: Callable[[sqlite3.Connection], None]) -> None:
+        """`change` in one transaction taken for writing: all of it lands, or none (with `store`, `forget`)."""
+
+        def once() -> None:
+            with self._tx() as db:
+                change(db)
+
+        self._guarded(once)
+
+    def snapshot(self) -> None:
+        """Read from now on as the database is now: one read transaction until `close`, whoever writes meanwhile."""
+
+        def begin() -> None:
+            self._db.execute("BEGIN")
+            self._db.execute("SELECT COUNT(*) FROM runs").fetchone()  # a read transaction's snapshot starts here
+
+        self._guarded(begin)
 
     def read(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of one query (for the readers of the history beside this module: stories, counts)."""
-        return self._db.execute(sql, params).fetchall()
+        return self._guarded(lambda: self._db.execute(sql, params).fetchall())
 
     def many(self, sql: str, rows: list[tuple[object, ...]]) -> None:
         """One statement for each of `rows` (a temporary table's rows: nothing of the history is written)."""
-        self._db.executemany(sql, rows)
+        self._guarded(lambda: self._db.executemany(sql, rows))
 
     def run_ids(self, limit: int | None = None) -> list[str]:
         """Run ids, newest first."""
-        rows = self._db.execute(
+        rows = self.read(
             "SELECT id FROM runs ORDER BY started DESC, id DESC LIMIT ?", (-1 if limit is None else limit,)
-        ).fetchall()
+        )
         return [str(r[0]) for r in rows]
 
     def get(self, run_id: str) -> StoredRun:
+        return self._guarded(lambda: self._decoded(run_id))
+
+    def _decoded(self, run_id: str) -> StoredRun:
+        try:
+            return self._get(run_id)
+        except (ValueError, TypeError, AttributeError) as e:
+            # A stored value of the wrong kind (JSON cut short, a number where text was): only damage writes one.
+            raise sqlite3.DatabaseError(f"database disk image is malformed: run {run_id!r}: {e}") from None
+
+    def _get(self, run_id: str) -> StoredRun:
         row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             known = ", ".join(self.run_ids(5)) or "none yet"
@@ -289,14 +328,55 @@ class History:
             return None
         # Decided in SQL so that only the one run found is loaded: reading each earlier run in full until one
         # matched made `promote history` quadratic in the size of the history.
-        row = self._db.execute(
+        rows = self.read(
             "SELECT r.id FROM runs AS r WHERE (r.started, r.id) < (?, ?) AND r.interrupted = 0 AND r.kind != ?"
             " AND (SELECT COUNT(DISTINCT i.package) FROM outcomes AS o JOIN test_ids AS i ON i.id = o.test"
             f" WHERE o.run = r.seq AND i.package IN ({', '.join('?' * len(packages))})) = ?"
             " ORDER BY r.started DESC, r.id DESC LIMIT 1",
             (run.started, run.run_id, SWITCH_KIND, *packages, len(packages)),
-        ).fetchone()
-        return None if row is None else self.get(str(row[0]))
+        )
+        return self.get(str(rows[0][0])) if rows else None
+
+
+def store(db: sqlite3.Connection, run: StoredRun, *, keep: int | None = None) -> None:
+    """Store `run`, secrets redacted, inside a transaction of `History.write` (see `History.record`)."""
+    run = _redacted(run)
+    _delete(db, "SELECT seq FROM runs WHERE id = ?", (run.run_id,))
+    seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM runs").fetchone()[0]
+    db.execute(
+        "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            run.run_id, run.kind, run.started, run.finished, run.commit, run.command,
+            json.dumps(run.mirrors), json.dumps(run.stations), json.dumps(run.gates), int(run.interrupted), seq,
+            int(run.ci_read),
+        ),
+    )  # fmt: skip
+    ids = _test_ids(db, run.tests)
+    db.executemany(
+        "UPDATE test_ids SET last = ? WHERE id = ?",
+        [(seq, i) for i in {ids[(t.package, t.nodeid)] for t in run.tests}],
+    )
+    db.executemany(
+        "INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(seq, ids[(t.package, t.nodeid)], pos, t.outcome, round(t.duration_s * 1e6),
+          None if t.station == run.stations.get(t.package) else t.station, t.reason, t.blocker, t.verdict, t.ci)
+         for pos, t in enumerate(run.tests)],
+    )  # fmt: skip
+    db.executemany(
+        "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?)",
+        [(run.run_id, f.check, f.severity, f.subject, f.message, f.cause) for f in run.findings],
+    )
+    if keep is not None:
+        _delete(db, "SELECT seq FROM runs ORDER BY started DESC, id DESC LIMIT -1 OFFSET ?", (keep,))
+        # Every id a kept run has was last seen in that run or later: these are in none.
+        db.execute("DELETE FROM test_ids WHERE last < (SELECT MIN(seq) FROM runs)")
+
+
+def forget(db: sqlite3.Connection, run_ids: list[str]) -> None:
+    """Delete the runs `run_ids` and the test ids no run has any more, inside a transaction of `History.write`."""
+    for run_id in run_ids:
+        _delete(db, "SELECT seq FROM runs WHERE id = ?", (run_id,))
+    db.execute("DELETE FROM test_ids WHERE id NOT IN (SELECT test FROM outcomes)")
 
 
 def _delete(db: sqlite3.Connection, runs: str, params: tuple[object, ...]) -> None:

@@ -133,3 +133,24 @@ def wal(db: sqlite3.Connection) -> None:
             if "locked" not in str(e) or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+def _columns(db: sqlite3.Connection) -> dict[str, set[str]]:
+    tables = [str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return {t: {str(c[1]) for c in db.execute("SELECT * FROM pragma_table_info(?)", (t,))} for t in tables}
+
+
+_EXPECTED: dict[str, set[str]] = {}
+
+
+def schema_intact(db: sqlite3.Connection) -> bool:
+    """Whether every table and column the migrations make is there: a damaged file can keep its `user_version`
+    while a changed byte renamed a column, and every later read would fail on it."""
+    if not _EXPECTED:
+        fresh = sqlite3.connect(":memory:")
+        for script in MIGRATIONS:
+            fresh.executescript(script)
+        _EXPECTED.update(_columns(fresh))
+        fresh.close()
+    found = _columns(db)
+    return all(columns <= found.get(table, set()) for table, columns in _EXPECTED.items())

@@ -39,3 +39,27 @@ def fill(fs: Path, *, leave: int) -> None:
         pass
     os.close(fd)
     os.truncate(filler, max(0, filler.stat().st_size - leave))
+
+
+@contextlib.contextmanager
+def read_only(directory: Path) -> Iterator[Path]:
+    """`directory` (which keeps its files) refusing every write, for root too.
+
+    root writes through any mode bits, so as root the directory becomes a tmpfs holding a copy of its files,
+    remounted read-only (EROFS, as a read-only volume refuses); otherwise its mode drops to r-x.
+    """
+    if os.geteuid() != 0:
+        directory.chmod(0o500)
+        try:
+            yield directory
+        finally:
+            directory.chmod(0o700)
+        return
+    saved = directory.with_name(directory.name + ".saved")
+    subprocess.run(["cp", "-a", str(directory), str(saved)], check=True)
+    with mounted(directory, "1m"):
+        subprocess.run(["cp", "-a", f"{saved}/.", str(directory)], check=True)
+        done = subprocess.run(["mount", "-o", "remount,ro", str(directory)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot remount a tmpfs read-only here: {done.stderr.decode().strip()}")
+        yield directory

@@ -71,9 +71,9 @@ def audit(obj: Context, publish: bool, push: bool, bench: bool, candidate: str |
     code = AUDIT_EXIT[result.verdict]
     if result.published is not None and not result.published.ok:
         from promote.cli.audit_report import published_line
-        from promote.core.redact import clean
+        from promote.core.redact import one_line
 
-        click.echo(f"promote: error: publish: {clean(published_line(result.published))}", err=True)
+        click.echo(f"promote: error: publish: {one_line(published_line(result.published))}", err=True)
         code = code if code != EXIT_OK else EXIT_UNPUBLISHED
     sys.exit(code)
 

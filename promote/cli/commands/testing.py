@@ -40,7 +40,7 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
 
     from promote.cli.run_report import run_report
     from promote.config import load_config
-    from promote.core.redact import clean
+    from promote.core.redact import one_line
     from promote.core.state import StateError, new_run_id
     from promote.evidence.history import HistoryError
     from promote.evidence.store import blamed_elsewhere, head_commit, record_interrupted_run, record_test_run
@@ -73,7 +73,7 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
     except HistoryError as e:
         # The run happened and its results stand: a history that cannot take it (another process holding the
         # database, a full disk) is said, and neither the report nor the exit code depends on it.
-        print(f"promote: warning: history not recorded: {clean(str(e))}", file=sys.stderr, flush=True)
+        print(f"promote: warning: history not recorded: {one_line(str(e))}", file=sys.stderr, flush=True)
     emit(result.to_json(), run_report(result), as_json=as_json)
     if result.unstored is not None:
         raise StateError(f"the run's records were not stored: {result.unstored}")
