@@ -19,7 +19,7 @@ import pytest
 from promote.core.policies import LEAK_POLICIES, REPORT
 from promote.core.station import Station, read_station
 from promote.runners.plugin.items import OWN_DESELECTED, REQUIREMENTS, SERIAL_LEFT, note_raised_at, requirements_of
-from promote.runners.plugin.shown_ids import SHOWN, shown_ids
+from promote.runners.plugin.shown_ids import SHOWN, shown_id, shown_ids
 
 RECORDER = "promote-recorder"
 STATION = pytest.StashKey[Station]()
@@ -218,6 +218,29 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         return None
     # True ignores the module; None leaves the decision to pytest and other plugins.
     return True if nodeid in modules else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    out, worker = session.config.getoption("promote_out", default=None), worker_id(session.config)
+    if out is not None and worker is not None:
+        from promote.runners.plugin.stops import write_collected
+
+        # After every selection, promote's and the package's: what this process set out to run.
+        write_collected(Path(out), worker, [shown_id(session.config, item.nodeid) for item in session.items])
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    out = session.config.getoption("promote_out", default=None)
+    # pytest's own stop (--maxfail, -x) in this process; under xdist the controller's, which counts every worker's.
+    dsession = session.config.pluginmanager.getplugin("dsession")
+    reason = session.shouldfail or session.shouldstop or getattr(dsession, "shouldstop", False)
+    if out is not None and reason:
+        from promote.runners.plugin.stops import write_stop
+
+        maxfail = int(session.config.getoption("maxfail", default=0) or 0)
+        write_stop(Path(out), worker_id(session.config) or "controller", str(reason), maxfail)
 
 
 @pytest.hookimpl(tryfirst=True)
