@@ -250,9 +250,22 @@ def _deselect(config: pytest.Config, items: list[pytest.Item]) -> None:
     config.hook.pytest_deselected(items=items)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Generator[None, None, None]:
+    """promote's own selection, made after every other plugin has ordered and selected the items.
+
+    A plugin of the package's that reorders (its `-p` in addopts, a conftest) has then given the suite's own
+    order, which `--promote-until` cuts; and `--promote-select` fixes the order a rerun or bisection asks for,
+    which that plugin can no longer change.
+    """
     # Before any selection: ids that redact alike are numbered over the whole collection, as every worker sees it.
     config.stash[SHOWN] = shown_ids([item.nodeid for item in items])
+    result = yield
+    _select(config, items)
+    return result
+
+
+def _select(config: pytest.Config, items: list[pytest.Item]) -> None:
     select = config.getoption("promote_select", default=None)
     if select:
         wanted = [line for line in Path(select).read_text(encoding="utf-8").splitlines() if line]
