@@ -105,3 +105,21 @@ def test_a_test_that_kills_a_one_worker_process_is_crashed_and_the_rest_still_ru
     # Plain pytest processes (xdist's would be gw0...), each started after the last died under a test.
     names = sorted(p.name for p in (Path(pkg["results"]) / "all").glob("progress-*.jsonl"))
     assert names == ["progress-main.1.jsonl", "progress-main.2.jsonl", "progress-main.jsonl"]
+
+
+def test_a_configuration_file_promote_cannot_read_is_pytests_to_report_not_a_traceback(tmp_path: Path) -> None:
+    # Not valid TOML: promote's reader gives its typed error, runs the package as configured, pytest says why.
+    write_package(
+        tmp_path,
+        "pkg",
+        {"pyproject.toml": '[tool.pytest.ini_options]\naddopts = "-p no:xdist\n', "tests/test_a.py": PLAIN},
+    )
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg", "workers": 2, "python": sys.executable}])
+
+    status, report, text = _report(tmp_path)
+
+    assert status == 1, text
+    errors = [f for f in report["findings"] if f["check"] == "package-error"]
+    # One per pytest process promote started (the parallel part, then the serial part): each names the file.
+    assert errors and all("pyproject.toml: Illegal character" in f["message"] for f in errors), errors
+    assert "Traceback" not in text
