@@ -170,7 +170,8 @@ class LiveProgress:
         elif step.action == "unrestored":
             line = f"running {step.before} test(s) from {clean(step.test)} on again, nothing restored {step.k}/{step.n}"
         else:
-            line = f"bisecting {clean(step.test)}: rerun {step.k}/~{step.n}, after {step.before} test(s)"
+            side = f", {step.side} processes side by side" if step.side > 1 else ""
+            line = f"bisecting {clean(step.test)}: rerun {step.k}/~{step.n}, after up to {step.before} test(s){side}"
         with self.lock:
             if self.live:
                 self.stepped = True

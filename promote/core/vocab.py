@@ -113,8 +113,10 @@ COUNT_KEYS: Final[dict[Count, CountKey]] = {
 }
 
 # What reruns showed about one red test.
-RerunVerdict = Literal["genuine", "order-dependent", "flaky", "undecided", "not-reproduced"]
+RerunVerdict = Literal["genuine", "crashes-alone", "order-dependent", "flaky", "undecided", "not-reproduced"]
 GENUINE: Final = "genuine"
+# Its process dies (a signal, e.g. SIGSEGV) when it runs alone: its own failure, never flaky.
+CRASHES_ALONE: Final = "crashes-alone"
 ORDER_DEPENDENT: Final = "order-dependent"
 FLAKY: Final = "flaky"
 NOT_REPRODUCED: Final = "not-reproduced"

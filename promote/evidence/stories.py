@@ -11,8 +11,8 @@ from itertools import pairwise
 from typing import Literal
 
 from promote.config import HistoryConfig
+from promote.core.vocab import CRASHES_ALONE, RED, Severity, StoryKind, is_red
 from promote.core.vocab import NOT_RUN as STOPPED_FIRST
-from promote.core.vocab import RED, Severity, StoryKind, is_red
 from promote.evidence.deltas import file_and_name, renamed
 from promote.evidence.history import TestOutcome
 from promote.evidence.story_window import Key, Window, WindowRun
@@ -197,12 +197,14 @@ def _never_ran(key: Key, seen: Seen, runs: list[WindowRun], after: int) -> tuple
 
 
 def _flaky_commits(seen: Seen) -> list[str]:
-    """The commits (oldest first) the test both passed and failed on."""
+    """The commits (oldest first) the test both passed and failed on, but for those where it crashed when run alone:
+    there it is red (it passed only after other tests in its process), not flaky."""
     reds: dict[str, set[bool]] = {}
+    crashed_alone = {r.commit for r, t in seen if t.verdict == CRASHES_ALONE}
     for r, t in seen:
         if r.commit and t.outcome not in NOT_RUN:
             reds.setdefault(r.commit, set()).add(is_red(t.outcome))
-    return [c for c, seen_red in reds.items() if seen_red == {True, False}]
+    return [c for c, seen_red in reds.items() if seen_red == {True, False} and c not in crashed_alone]
 
 
 def _flaky(key: Key, seen: Seen, runs: list[WindowRun]) -> TestStory | None:

@@ -21,3 +21,6 @@ class Verdict:
     detail: str = ""
     # The polluters are modules whose import changed state, not tests that ran earlier.
     by_import: bool = False
+    # Each polluter makes the test fail on its own (several found apart); False: they are needed together. With no
+    # polluters named: it fails after every test of the suite before it, yet not after promote's no-op test.
+    each: bool = False

@@ -15,6 +15,7 @@ from promote.core.vocab import RerunVerdict
 BISECT_EXIT: dict[RerunVerdict, int] = {
     "order-dependent": EXIT_BLOCKED,
     "genuine": EXIT_BLOCKED,
+    "crashes-alone": EXIT_BLOCKED,
     "flaky": EXIT_BLOCKED,
     "not-reproduced": EXIT_OK,
     "undecided": EXIT_UNDECIDED,

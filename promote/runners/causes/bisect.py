@@ -1,6 +1,15 @@
-"""Find the smallest set of earlier tests that makes a test fail: halve the prefix, then verify.
+"""Find every earlier test that makes a test fail: split the tests before it, both halves side by side, then confirm.
 
-The oracle runs `subset + [victim]` in a fresh process and says whether the victim failed.
+The oracle runs selections (`subset + [victim]`, each in a fresh process) and says, for each, whether the victim
+failed. One request is one pytest call when the plugin can fork the selections from one collected session (see
+promote/runners/plugin/side_by_side.py); otherwise each selection is a call of its own, and the calls are counted.
+
+How sure a named polluter is. Think of a race: a victim that fails half the time after any test at all, each
+process on its own, and never alone. Each observation of it is then a coin, and the confirmation stops once the
+coins it has thrown could have all come out this way with probability at most 2**-CONFIDENCE_BITS (1 in 128):
+a split whose two halves disagree (one fails, one passes) is one coin, promote's own no-op test passing before
+it is one, and each repeat of the polluter failing again is one. A polluter among N tests takes about log2(N)
+splits, so the confirmation after them is short: one call, two repeats of each polluter and of the no-op test.
 """
 
 from __future__ import annotations
@@ -14,7 +23,21 @@ from promote.core.vocab import NOT_REPRODUCED as NOT_REPRODUCED
 from promote.core.vocab import ORDER_DEPENDENT as ORDER_DEPENDENT
 from promote.core.vocab import UNDECIDED as UNDECIDED
 from promote.core.vocab import RerunVerdict
+from promote.runners.plugin.side_by_side import NOOP_ID
 from promote.runners.rerun_verdict import Verdict as Verdict
+
+Selection = tuple[str, ...]
+# What one request showed (per selection: did the victim fail) and how many pytest calls it took.
+Observe = Callable[[Sequence[Selection]], tuple[list[bool], int]]
+
+# A race that fails half the time after anything is named with probability at most 2**-CONFIDENCE_BITS.
+CONFIDENCE_BITS = 9
+# Fewest fresh repeats of each polluter (and of the no-op test) after the search, however sure the search was.
+MIN_REPEATS = 2
+# Most failing groups followed at once: 64 selections in one call.
+MOST_GROUPS = 32
+NOOP: Selection = (NOOP_ID,)
+OUT_OF_BUDGET = "the rerun budget ran out before an answer"
 
 
 class CannotTell(Exception):
@@ -29,47 +52,45 @@ class Hung(CannotTell):
     """The test ran past its timeout when run alone: it hangs (or is too slow) by itself."""
 
 
-# How many times a selection must fail (and the victim alone pass) before a polluter is named.
-REPEATS = 4
-
-
 class Noisy(Exception):
     """One selection both failed and passed: the failure is flaky, whatever the order."""
 
-    def __init__(self, selection: tuple[str, ...], results: list[bool]) -> None:
+    def __init__(self, selection: Selection, results: list[bool]) -> None:
         super().__init__(selection)
         self.selection, self.results = selection, tuple(results)
 
 
 class Oracle:
-    """Counts and caches reruns, keeps every result per selection, and stops at the budget.
+    """Counts pytest calls, keeps every result per selection, and stops at the budget.
 
     A selection seen both failing and passing raises `Noisy` at once: the reruns are for causes, not for
     chasing noise.
     """
 
-    def __init__(self, victim: str, run: Callable[[Sequence[str]], bool], budget: int) -> None:
+    def __init__(self, victim: str, observe: Observe, budget: int) -> None:
         self.victim = victim
-        self._run = run
+        self._observe = observe
         self.budget = budget
         self.used = 0
-        self.results: dict[tuple[str, ...], list[bool]] = {}
+        self.results: dict[Selection, list[bool]] = {}
 
-    def fails(self, prefix: Sequence[str]) -> bool:
-        key = tuple(prefix)
-        if key not in self.results:
-            return self.fails_fresh(key)
-        return self.results[key][0]
-
-    def fails_fresh(self, prefix: Sequence[str]) -> bool:
-        """A rerun that is not answered from the cache (to tell flaky from stable)."""
+    def observe(self, selections: Sequence[Sequence[str]]) -> list[bool]:
+        """Each selection afresh (side by side); raises `Noisy` once a selection has both failed and passed."""
         if self.used >= self.budget:
             raise BudgetExhausted
-        self.used += 1
-        key = tuple(prefix)
-        failed = self._run(key)
-        self.note(key, failed)
+        keys = [tuple(s) for s in selections]
+        failed, calls = self._observe(keys)
+        self.used += calls
+        for key, result in zip(keys, failed, strict=True):
+            self.note(key, result)
         return failed
+
+    def fails(self, prefix: Sequence[str]) -> bool:
+        """Whether the victim failed after `prefix`, from the first time it was run (run now if never)."""
+        key = tuple(prefix)
+        if key not in self.results:
+            return self.observe([key])[0]
+        return self.results[key][0]
 
     def note(self, prefix: Sequence[str], failed: bool) -> None:
         """Record a rerun's result: a selection seen both failing and passing raises `Noisy`."""
@@ -77,14 +98,6 @@ class Oracle:
         seen.append(failed)
         if len(set(seen)) > 1:
             raise Noisy(tuple(prefix), seen)
-
-    def repeat(self, prefix: Sequence[str], times: int = REPEATS) -> bool:
-        """Whether `prefix` failed on each of `times` runs (those already made count); stops at the first pass."""
-        key = tuple(prefix)
-        while len(self.results.get(key, [])) < times:
-            if not self.fails_fresh(key):
-                return False
-        return all(self.results[key])
 
     def counts(self, prefix: Sequence[str]) -> str:
         """`k of n after X` (or `alone`) for the results of one selection."""
@@ -95,6 +108,8 @@ class Oracle:
 def _selection(prefix: Sequence[str]) -> str:
     if not prefix:
         return "alone"
+    if tuple(prefix) == NOOP:
+        return "after promote's no-op test"
     shown = ", ".join(prefix[:3]) + (f" and {len(prefix) - 3} more" if len(prefix) > 3 else "")
     return f"after {shown}"
 
@@ -110,41 +125,64 @@ class Alone:
     # there too (its own failure; `fails` is that answer); False, it passed there (`fails` is the rerun with the
     # run's whole collection, made after it); None, not made.
     without_importers: bool | None = None
-
-    @property
-    def replayed(self) -> int:
-        """The reruns `replaying` answers classify's from (the one that could not tell included)."""
-        return len(self.fails) + (self.stopped is not None)
+    # The signal that killed the process while the test ran alone, and the last frames of its fatal-error dump.
+    signal: str | None = None
+    frames: tuple[str, ...] = ()
 
     @property
     def ran(self) -> int:
-        """How many reruns were made: those replayed, and the one without the importers that `fails` does not hold."""
-        return self.replayed + (self.without_importers is False)
+        """How many reruns were made (the one that could not tell, and the one without the importers, included)."""
+        return len(self.fails) + (self.stopped is not None) + (self.without_importers is False)
 
 
 def rerun_alone(run: Callable[[Sequence[str]], bool], budget: int) -> Alone:
     """The test alone, once, within `budget` (a failure that repeats alone is genuine)."""
-    fails: list[bool] = []
+    if budget < 1:
+        return Alone()
     try:
-        while len(fails) < min(budget, 1):
-            fails.append(run(()))
+        return Alone((run(()),))
     except CannotTell as e:
-        return Alone(tuple(fails), e)
-    return Alone(tuple(fails))
+        return Alone((), e)
 
 
-def replaying(alone: Alone, run: Callable[[Sequence[str]], bool]) -> Callable[[Sequence[str]], bool]:
-    """`run`, answering the reruns alone from `alone` as long as it has answers."""
-    left = list(alone.fails)
+@dataclass(frozen=True)
+class Search:
+    """What splitting the prefix found: tests each of which alone makes the victim fail, or else a group that
+    makes it fail only as a whole; and how many splits were a single path (one half failed, the other passed)."""
 
-    def replay(prefix: Sequence[str]) -> bool:
-        if not prefix and left:
-            return left.pop(0)
-        if not prefix and alone.stopped is not None:
-            raise alone.stopped
-        return run(prefix)
+    singles: tuple[str, ...]
+    together: tuple[str, ...] | None
+    single_path: int
+    more: bool = False  # more failing groups than MOST_GROUPS: some polluters may be left unnamed
 
-    return replay
+
+def _split(oracle: Oracle, prefix: Sequence[str]) -> Search:
+    """Halve every group known to fail, all halves side by side in one request, until single tests are left."""
+    groups: list[Selection] = [tuple(prefix)]
+    singles: list[str] = []
+    together: Selection | None = None
+    single_path, more, first = 0, False, True
+    while groups:
+        singles += [g[0] for g in groups if len(g) == 1]
+        splits = [(g[: len(g) // 2], g[len(g) // 2 :]) for g in groups if len(g) > 1]
+        if not splits:
+            break
+        if len(splits) > MOST_GROUPS:
+            splits, more = splits[:MOST_GROUPS], True
+        halves = [half for pair in splits for half in pair]
+        failed = oracle.observe(halves + ([NOOP] if first else []))
+        if first and failed[-1]:
+            # It fails after promote's no-op test too: no earlier test is needed, so none is searched for.
+            return Search((), None, 0)
+        first = False
+        groups = []
+        for (a, b), fa, fb in zip(splits, failed[0::2], failed[1::2], strict=False):
+            groups += [g for g, f in ((a, fa), (b, fb)) if f]
+            if not (fa or fb) and together is None:
+                together = a + b
+        single_path += len(splits) == 1 and len(groups) == 1
+    order = {t: i for i, t in enumerate(prefix)}
+    return Search(tuple(_in_order(singles, order)), together if not singles else None, single_path, more)
 
 
 def _in_order(subset: Sequence[str], order: dict[str, int]) -> list[str]:
@@ -168,106 +206,106 @@ def _minimize(oracle: Oracle, candidates: list[str], fixed: list[str], order: di
     return candidates
 
 
-def _fast_halving(oracle: Oracle, candidates: list[str]) -> list[str]:
-    """One rerun per halving, assuming a single polluter (the common case); verified afterwards."""
-    while len(candidates) > 1:
-        half = len(candidates) // 2
-        first = candidates[:half]
-        candidates = first if oracle.fails(first) else candidates[half:]
-    return candidates
+def _confirm(oracle: Oracle, suspects: Sequence[Selection], known_bits: int) -> bool:
+    """Each suspect selection and promote's no-op test afresh, side by side, as many times as the bound asks.
 
-
-def _reproduces(oracle: Oracle, polluters: Sequence[str], prefix: Sequence[str]) -> bool:
-    """Whether the victim fails after `polluters` on every one of REPEATS runs, and alone on none.
-
-    Then the controls: the victim after the tests next to the polluters (before and after), REPEATS
-    times each. A control that both fails and passes (`Noisy`) shows a failure after whatever ran
-    before it, the mark of a race; one that always passes or always fails (another polluter) leaves the
-    polluters as found. Two controls, not one: a race passes the polluter's repeats and one consistent
-    control about one time in a hundred, and both controls about one in a thousand.
+    True when every suspect failed again each time and the no-op test passed each time; a selection that did
+    both raises `Noisy`. A victim that fails after the no-op test as well fails after any test: False.
     """
-    if not (oracle.repeat(polluters) and _passes_alone(oracle)):
-        return False
-    for control in _neighbours(polluters, prefix):
-        while len(oracle.results.get((control,), [])) < REPEATS:
-            oracle.fails_fresh([control])
-    return True
-
-
-def _neighbours(polluters: Sequence[str], prefix: Sequence[str]) -> list[str]:
-    """The tests nearest before the first polluter and after the last that are none of them (at most two)."""
-    order = list(prefix)
-    others = [t for t in order if t not in polluters]
-    before = [t for t in order[: order.index(polluters[0])] if t not in polluters]
-    after = [t for t in order[order.index(polluters[-1]) + 1 :] if t not in polluters]
-    chosen = ([before[-1]] if before else []) + ([after[0]] if after else [])
-    # At the edge of the prefix, the nearest others on the one side there is.
-    return chosen if len(chosen) == 2 or len(others) < 2 else (others[-2:] if before else others[:2])
-
-
-def _passes_alone(oracle: Oracle) -> bool:
-    # Alone again until REPEATS runs: a failure among them makes the results mixed, so `Noisy`.
-    while len(oracle.results.get((), [])) < REPEATS:
-        oracle.fails_fresh([])
-    return not any(oracle.results[()])
+    seen_noop = len(oracle.results.get(NOOP, []))
+    repeats = MIN_REPEATS
+    while known_bits + repeats * len(suspects) + seen_noop + repeats < CONFIDENCE_BITS:
+        repeats += 1
+    failed = oracle.observe([s for s in suspects for _ in range(repeats)] + [NOOP] * repeats)
+    return all(failed[: repeats * len(suspects)]) and not any(failed[repeats * len(suspects) :])
 
 
 def classify(
-    victim: str, prefix: Sequence[str], run: Callable[[Sequence[str]], bool], *, budget: int, observed: bool = True
+    victim: str,
+    prefix: Sequence[str],
+    observe: Observe,
+    *,
+    budget: int,
+    observed: bool = True,
+    alone: Alone | None = None,
 ) -> Verdict:
-    """Genuine, flaky or order-dependent (with the polluters), from reruns in fresh processes.
+    """Genuine, flaky or order-dependent (with every polluter that reproduces), from reruns in fresh processes.
 
-    `observed` says the victim was seen failing after the whole `prefix` already (in the run
-    being investigated); when it was not, that is rerun first. A polluter is named only when the
-    victim failed after it on each of REPEATS runs and passed alone on each of REPEATS; a selection
-    that both failed and passed makes the verdict flaky at once, with the counts seen.
+    `observed` says the victim was seen failing after the whole `prefix` already (in the run being
+    investigated); when it was not, that is rerun first. `alone`: step 1, made already (and paid for).
     """
-    oracle = Oracle(victim, run, budget)
-    order = {t: i for i, t in enumerate(prefix)}
+    oracle = Oracle(victim, observe, budget)
 
-    def verdict(kind: RerunVerdict, polluters: Sequence[str] = (), detail: str = "") -> Verdict:
-        return Verdict(victim, kind, tuple(polluters), oracle.used, detail)
-
-    def confirmed(polluters: Sequence[str]) -> Verdict:
-        controls = _neighbours(polluters, prefix)
-        shown = "".join(f", {oracle.counts([c])}" for c in controls)
-        detail = f"{oracle.counts(polluters)}, {oracle.counts([])}{shown}"
-        if len(polluters) == 1 and controls and all(all(oracle.results[(c,)]) for c in controls):
-            # It failed after every test tried, each time: naming one of them would be naming an arbitrary
-            # test. No polluters: the victim fails after any test (it needs to run first in its process).
-            return verdict(ORDER_DEPENDENT, (), detail)
-        return verdict(ORDER_DEPENDENT, polluters, detail)
+    def verdict(kind: RerunVerdict, polluters: Sequence[str] = (), detail: str = "", each: bool = False) -> Verdict:
+        return Verdict(victim, kind, tuple(polluters), oracle.used, detail, each=each)
 
     try:
-        # step 1: alone. Failing in the run and again alone, with nothing before it, is a genuine failure:
-        # one fresh process is the evidence, and a second would double the cost of every real failure.
-        if oracle.fails_fresh([]):
-            return verdict(GENUINE, detail="fails when run alone")
-        if not prefix:
-            return verdict(FLAKY, detail="failed in the run with no test before it; passes alone")
-        if not observed and not oracle.fails(list(prefix)):
-            return verdict(NOT_REPRODUCED, detail="passes alone and after the tests that ran before it")
-        # step 2: one rerun per halving, as if one test pollutes; then see it happen afresh, REPEATS times.
-        suspect = _fast_halving(oracle, list(prefix))
-        if _reproduces(oracle, suspect, prefix):
-            return confirmed(suspect)
-        # step 3: no single polluter reproduced: does the whole prefix still do it? then ddmin.
-        if not oracle.fails_fresh(list(prefix)):
-            counts = f"{oracle.counts(list(prefix))}, {oracle.counts([])}"
-            return verdict(FLAKY, detail=f"failed in the run; passes alone and after the same tests ({counts})")
-        found = _in_order(_minimize(oracle, list(prefix), [], order), order)
-        if _reproduces(oracle, found, prefix):
-            return confirmed(found)
-        counts = f"{oracle.counts(found)}, {oracle.counts([])}"
-        return verdict(FLAKY, detail=f"the failure did not reproduce consistently ({counts})")
+        return _classify(oracle, victim, list(prefix), observed, alone, verdict)
     except Noisy as e:
         # The victim alone, as far as it was rerun, says whether it ever failed with nothing before it.
-        alone = "" if e.selection == () else f", {oracle.counts([])}"
-        return verdict(FLAKY, detail=f"failed {oracle.counts(e.selection)}{alone}")
+        others = "".join(f", {oracle.counts(s)}" for s in ((), NOOP) if s != e.selection and s in oracle.results)
+        return verdict(FLAKY, detail=f"failed {oracle.counts(e.selection)}{others}")
     except Hung as e:
         # Timing out alone is no less a failure of its own than failing alone: nothing earlier caused it.
         return verdict(GENUINE, detail=str(e))
     except BudgetExhausted:
-        return verdict(UNDECIDED, detail=f"the rerun budget ({budget}) ran out before an answer")
+        return verdict(UNDECIDED, detail=f"{OUT_OF_BUDGET} ({oracle.used} of {budget})")
     except CannotTell as e:
         return verdict(UNDECIDED, detail=str(e))
+
+
+def _classify(
+    oracle: Oracle,
+    victim: str,
+    prefix: list[str],
+    observed: bool,
+    alone: Alone | None,
+    verdict: Callable[..., Verdict],
+) -> Verdict:
+    # step 1: alone. Failing in the run and again alone, with nothing before it, is a genuine failure:
+    # one fresh process is the evidence, and a second would double the cost of every real failure.
+    if alone is not None and alone.stopped is not None:
+        raise alone.stopped
+    if alone is not None and alone.fails:
+        oracle.results[()] = list(alone.fails)
+    if oracle.fails([]):
+        return verdict(GENUINE, detail="fails when run alone")
+    if not prefix:
+        return verdict(FLAKY, detail="failed in the run with no test before it; passes alone")
+    if not observed and not oracle.fails(prefix):
+        return verdict(NOT_REPRODUCED, detail="passes alone and after the tests that ran before it")
+    # step 2: split, both halves side by side, following every half that fails.
+    found = _split(oracle, prefix)
+    if oracle.results.get(NOOP) == [True]:
+        # It failed after promote's no-op test, which changes nothing: confirmed on that control alone (a mixed
+        # result raises Noisy), never on tests of the suite, which may be polluters themselves.
+        _confirm(oracle, [], 0)
+        return verdict(ORDER_DEPENDENT, detail=f"{oracle.counts(NOOP)}, {oracle.counts([])}")
+    if len(found.singles) > 2 and len(found.singles) == len(prefix):
+        # Every test before it makes it fail, and promote's no-op test does not: something each test of the suite
+        # does (an autouse fixture, a hook). Confirmed on the first, a middle and the last of them.
+        picked = [(t,) for t in dict.fromkeys((prefix[0], prefix[len(prefix) // 2], prefix[-1]))]
+        if _confirm(oracle, picked, found.single_path):
+            detail = f"each of the {len(prefix)} tests before it: {_detail(oracle, picked, False)}"
+            return verdict(ORDER_DEPENDENT, detail=detail, each=True)
+        return verdict(FLAKY, detail=f"the failure did not reproduce ({_detail(oracle, picked, False)})")
+    if found.singles:
+        suspects = [(t,) for t in found.singles]
+        if _confirm(oracle, suspects, found.single_path):
+            return verdict(ORDER_DEPENDENT, found.singles, _detail(oracle, suspects, found.more), each=True)
+        return verdict(FLAKY, detail=f"the failure did not reproduce ({_detail(oracle, suspects, False)})")
+    # step 3: no single test does it: does the whole prefix still? then the smallest group that does, together.
+    if not oracle.observe([tuple(prefix)])[0]:
+        counts = f"{oracle.counts(prefix)}, {oracle.counts([])}"
+        return verdict(FLAKY, detail=f"failed in the run; passes alone and after the same tests ({counts})")
+    order = {t: i for i, t in enumerate(prefix)}
+    group = _in_order(_minimize(oracle, list(found.together or prefix), [], order), order)
+    if _confirm(oracle, [tuple(group)], 0):
+        return verdict(ORDER_DEPENDENT, group, _detail(oracle, [tuple(group)], False))
+    return verdict(FLAKY, detail=f"the failure did not reproduce ({_detail(oracle, [tuple(group)], False)})")
+
+
+def _detail(oracle: Oracle, suspects: Sequence[Selection], more: bool) -> str:
+    shown = ", ".join(oracle.counts(s) for s in suspects)
+    tail = f"; more than {MOST_GROUPS} groups failed, so some polluters may be unnamed" if more else ""
+    return f"{shown}, {oracle.counts([])}, {oracle.counts(NOOP)}{tail}"

@@ -13,9 +13,9 @@ from typing import TypeVar
 from promote.config import Config, PackageConfig
 from promote.core import state
 from promote.core.findings import Finding, Location
-from promote.core.vocab import is_red
+from promote.core.vocab import CRASHES_ALONE, is_red
 from promote.runners.causes import bisect, imports
-from promote.runners.causes.rerun import RerunError, Rerunner, RerunTimeout
+from promote.runners.causes.rerun import RerunError, Rerunner, Seen
 from promote.runners.configuration import chosen, locate, rootdir_of
 from promote.runners.plugin import progress
 from promote.runners.plugin.records import read_all_results
@@ -32,6 +32,11 @@ class Budget:
 
     left: int
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    total: int = -1  # what the run started with (max_reruns), for a finding that ran out of it
+
+    def __post_init__(self) -> None:
+        if self.total < 0:
+            self.total = self.left
 
     def take(self, most: int) -> int:
         """Set aside up to `most` reruns; how many were set aside."""
@@ -73,8 +78,8 @@ def prefix_of(victim: str, worker_orders: list[list[str]]) -> list[str] | None:
 
 
 def failed_tests(result: PackageResult) -> list[str]:
-    """Top-level ids of tests that failed (or whose subtests failed); crashes and timeouts excluded."""
-    skip = set(result.crashed_tests) | {f.subject for f in result.findings if f.check == "timeout"}
+    """Top-level ids of tests that failed (or whose subtests failed) or whose process died; timeouts excluded."""
+    skip = {f.subject for f in result.findings if f.check == "timeout"}
     skip |= set(result.blocked_tests)  # a missing requirement, not an earlier test, stopped these
     ids: list[str] = []
     for t in result.tests:
@@ -82,7 +87,8 @@ def failed_tests(result: PackageResult) -> list[str]:
         # index 0: a module that failed to collect; there is no test to rerun.
         if is_red(t.outcome) and t.index > 0 and top not in skip and top not in ids:
             ids.append(top)
-    return ids
+    # A test whose process died is investigated like a failure: alone first, where it crashes again or not.
+    return ids + [t for t in result.crashed_tests if t not in skip and t not in ids]
 
 
 def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding], location: Location | None = None) -> Finding | None:
@@ -94,13 +100,21 @@ def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding], location: Locat
         if leaked:
             message += "; " + "; ".join(leaked)
         return Finding("order-dependent", "error", v.test, message, cause=named, location=location)
+    if v.kind == bisect.ORDER_DEPENDENT and not v.polluters and v.each:
+        message = (
+            f"fails after any test of the suite that runs before it in the same process, but not after promote's "
+            f"no-op test, and passes alone ({v.detail}; found in {v.reruns} reruns): the cause is something every "
+            "test of the suite does, such as an autouse fixture or a hook in conftest.py, not one earlier test"
+        )
+        return Finding("order-dependent", "error", v.test, message, cause=v.test, location=location)
     if v.kind == bisect.ORDER_DEPENDENT and not v.polluters:
         return Finding("order-dependent", "error", v.test, after_any_test(v), cause=v.test, location=location)
     if v.kind == bisect.ORDER_DEPENDENT:
         named = ", ".join(v.polluters)
+        # Several found apart each make it fail on their own; otherwise they are one group, needed together.
+        after = f"after each of {_listed(v.polluters)}" if v.each and len(v.polluters) > 1 else f"only after {named}"
         message = (
-            f"fails only after {named} ran earlier in the same process; passes alone ({v.detail}; found in "
-            f"{v.reruns} reruns)"
+            f"fails {after} ran earlier in the same process; passes alone ({v.detail}; found in {v.reruns} reruns)"
         )
         leaked = [f"{f.subject} leaked: {f.message}" for f in leaks if f.subject in v.polluters]
         if leaked:
@@ -108,18 +122,26 @@ def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding], location: Locat
         return Finding("order-dependent", "error", v.test, message, cause=named, location=location)
     if v.kind == bisect.FLAKY:
         return Finding("flaky", "warning", v.test, f"flaky: {v.detail} ({v.reruns} reruns)", location=location)
+    if v.kind == CRASHES_ALONE:
+        message = f"crashes when run alone: {v.detail} ({v.reruns} reruns)"
+        return Finding("worker-crash", "error", v.test, message, cause=v.test, location=location)
     if v.kind == bisect.UNDECIDED:
         message = f"undecided whether order-dependent: {v.detail}"
         return Finding("rerun-undecided", "warning", v.test, message, location=location)
     return None
 
 
+def _listed(names: Sequence[str]) -> str:
+    """`A, B and C`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def after_any_test(v: bisect.Verdict) -> str:
     """The message of a victim that failed after each test tried before it, and never alone."""
     return (
-        f"fails after any test that runs before it in the same process, and passes alone ({v.detail}; found in "
-        f"{v.reruns} reruns): it passes only when it runs first, so the cause is in the test itself (state it "
-        "expects fresh) or in something every test does, not in one earlier test"
+        f"fails after any test that runs before it in the same process, even promote's no-op test, and passes "
+        f"alone ({v.detail}; found in {v.reruns} reruns): it passes only when it runs first, so the cause is in the "
+        "test itself (state it expects fresh) or in what pytest does around every test, not in one earlier test"
     )
 
 
@@ -131,7 +153,8 @@ class Step:
     test: str
     k: int
     n: int
-    before: int = 0  # how many tests run ahead of it in this rerun
+    before: int = 0  # how many tests run ahead of it in this rerun (the most, of the selections side by side)
+    side: int = 1  # selections run side by side in this rerun, each in its own process
 
 
 StepCallback = Callable[[Step], None]
@@ -144,32 +167,49 @@ class Steps:
         self.on_step, self.action, self.n, self.k = on_step, action, n, 0
         self.lock = threading.Lock()
 
-    def started(self, test: str, before: int) -> None:
+    def started(self, test: str, before: int, side: int = 1) -> None:
         if self.on_step is None:
             return
         with self.lock:
             self.k += 1
             self.n = max(self.n, self.k)
-            self.on_step(Step(self.action, test, self.k, self.n, before))
+            self.on_step(Step(self.action, test, self.k, self.n, before, side))
 
 
 def oracle(
     rerunner: Rerunner, victim: str, steps: Steps | None = None, ignore: Sequence[str] = ()
 ) -> Callable[[Sequence[str]], bool]:
-    """Whether `victim` fails after the given tests, in a fresh process (bisect's view of a rerun); `ignore`: modules
-    left out of collection."""
+    """Whether `victim` fails after the given tests, in a fresh process; `ignore`: modules left out of collection."""
+    observe = observer(rerunner, victim, steps, ignore)
+    return lambda subset: observe([tuple(subset)])[0][0]
 
-    def run(subset: Sequence[str]) -> bool:
+
+def observer(
+    rerunner: Rerunner,
+    victim: str,
+    steps: Steps | None = None,
+    ignore: Sequence[str] = (),
+    seen: list[Seen] | None = None,
+) -> bisect.Observe:
+    """bisect's view of a request: whether `victim` failed after each selection, and the pytest calls it took.
+    `seen`: where to keep what each selection showed (a crash's signal and frames)."""
+
+    def run(selections: Sequence[bisect.Selection]) -> tuple[list[bool], int]:
         if steps is not None:
-            steps.started(victim, len(subset))
+            steps.started(victim, max(map(len, selections), default=0), len(selections))
         try:
-            return rerunner.fails(subset, victim, ignore=ignore)
-        except RerunTimeout as e:
-            if not subset:
-                raise bisect.Hung(str(e)) from None
-            return True  # hanging only after other tests is failing after them
+            shown, calls = rerunner.observe(selections, victim, ignore=ignore)
         except RerunError as e:
             raise bisect.CannotTell(str(e)) from None
+        for selection, one in zip(selections, shown, strict=True):
+            if one.timed_out and not selection:
+                raise bisect.Hung(
+                    f"{victim} ran longer than the package's timeout ({rerunner.pkg.timeout_s:g} s) and was killed"
+                )
+        if seen is not None:
+            seen.extend(shown)
+        # Hanging only after other tests is failing after them.
+        return [one.failed for one in shown], calls
 
     return run
 
@@ -183,18 +223,33 @@ def investigate_one(
     observed: bool,
     alone: bisect.Alone | None = None,
     on_step: StepCallback | None = None,
+    share: int | None = None,
 ) -> bisect.Verdict:
-    """Classify one failed test; `alone`: its reruns alone, already made (and paid for)."""
-    done = alone or bisect.Alone()
-    # About log2 of the prefix, plus the full prefix once; the count grows if bisection takes more.
+    """Classify one failed test; `alone`: its reruns alone, already made (and paid for); `share`: the most of the
+    budget it may take (all that is left by default)."""
+    if alone is not None and alone.fails[:1] == (True,) and alone.signal is not None:
+        return crashes_alone(victim, alone)
+    granted = budget.take(budget.left if share is None else share)
+    # About log2 of the prefix, plus the confirmation; the count grows if the search takes more.
     steps = Steps(on_step, "bisect", max(1, len(prefix)).bit_length() + 1)
-    run = bisect.replaying(done, oracle(rerunner, victim, steps))
-    # The budget reruns this classification may make; taken for good when it ends (one victim at a time here).
-    granted = budget.take(budget.left)
-    verdict = bisect.classify(victim, prefix, run, budget=granted + done.replayed, observed=observed)
-    verdict = replace(verdict, reruns=verdict.reruns + done.ran - done.replayed)
-    budget.give(granted - (verdict.reruns - done.ran))
-    return verdict
+    verdict = bisect.classify(
+        victim, prefix, observer(rerunner, victim, steps), budget=granted, observed=observed, alone=alone
+    )
+    budget.give(max(0, granted - verdict.reruns))
+    if verdict.kind == bisect.UNDECIDED and verdict.detail.startswith(bisect.OUT_OF_BUDGET):
+        detail = (
+            f"{bisect.OUT_OF_BUDGET}: this test was given {granted} of the run's {budget.total} (max_reruns, shared "
+            f"by every failed test) and used {verdict.reruns}"
+        )
+        verdict = replace(verdict, detail=detail)
+    return replace(verdict, reruns=verdict.reruns + (alone.ran if alone else 0))
+
+
+def crashes_alone(victim: str, alone: bisect.Alone) -> bisect.Verdict:
+    """A test whose process dies when it runs alone: its own crash, with the signal and where it happened."""
+    frames = f"; last frames: {' <- '.join(alone.frames)}" if alone.frames else ""
+    detail = f"its process died of {alone.signal} when it ran alone{frames}"
+    return bisect.Verdict(victim, CRASHES_ALONE, (), alone.ran, detail)
 
 
 def rerun_alone(
@@ -210,22 +265,28 @@ def rerun_alone(
     collection: failing there, the failure is its own, with no second rerun to tell it from an import's.
 
     The budget is set aside in victim order before any rerun starts, so which victims get reruns
-    does not depend on which rerun ends first.
+    does not depend on which rerun ends first: first one rerun alone for each victim, then the second (without
+    the importers) for those that have suspects, as far as the budget goes.
     """
     suspected = [imports.suspects_of(v, importers) for v in victims]
-    grants = [budget.take(2 if suspects else 1) for suspects in suspected]
+    grants = [budget.take(1) for _ in victims]
+    grants = [g + (budget.take(1) if suspects and g else 0) for g, suspects in zip(grants, suspected, strict=True)]
     steps = Steps(on_step, "alone", sum(grants))
 
     def alone(victim: str, given: tuple[int, list[str]]) -> bisect.Alone:
         granted, suspects = given
-        if not suspects or granted < 2:
-            return bisect.rerun_alone(oracle(rerunner, victim, steps), granted)
+        if granted < 1:
+            return bisect.Alone()
         try:
-            if oracle(rerunner, victim, steps, ignore=suspects)(()):
+            if suspects and granted >= 2 and oracle(rerunner, victim, steps, ignore=suspects)(()):
                 return bisect.Alone((True,), without_importers=True)
+            seen: list[Seen] = []
+            failed = observer(rerunner, victim, steps, seen=seen)([()])[0][0]
         except bisect.CannotTell as e:
-            return bisect.Alone((), e)
-        return replace(bisect.rerun_alone(oracle(rerunner, victim, steps), granted - 1), without_importers=False)
+            return bisect.Alone((), e, without_importers=False if suspects and granted >= 2 else None)
+        first = seen[0] if seen else Seen(failed)
+        without = False if suspects and granted >= 2 else None
+        return bisect.Alone((failed,), None, without, first.signal, first.frames)
 
     found = on_free_cores(rerunner, alone, victims, list(zip(grants, suspected, strict=True)))
     budget.give(sum(g - a.ran for g, a in zip(grants, found, strict=True)))
@@ -259,17 +320,23 @@ def investigate(
     leaks = [f for f in result.findings if f.check == "leaked-state"]
     modules = imports.importers(result.leaks)
     alone = rerun_alone(rerunner, victims, budget, on_step, modules)
-    # Bisection, in victim order: the budget left for each one does not depend on timing.
-    verdicts = [
-        investigate_one(
-            rerunner, victim, prefix_of(victim, worker_orders) or [], budget, observed=True, alone=done, on_step=on_step
+    # Bisection, in victim order: the budget left for each one does not depend on timing. Each victim still to be
+    # bisected gets an equal share of what is left; what one does not spend goes to those after it.
+    searched = [done.fails == (False,) for done in alone]
+    verdicts = []
+    for i, (victim, done) in enumerate(zip(victims, alone, strict=True)):
+        share = budget.left // max(1, sum(searched[i:])) if searched[i] else 0
+        prefix = prefix_of(victim, worker_orders) or []
+        verdicts.append(
+            investigate_one(rerunner, victim, prefix, budget, observed=True, alone=done, on_step=on_step, share=share)
         )
-        for victim, done in zip(victims, alone, strict=True)
-    ]
     if modules:
         verdicts = _by_import(rerunner, verdicts, modules, budget, [a.without_importers for a in alone])
     found = [f for v in verdicts if (f := verdict_finding(v, leaks, result.locate(v.test))) is not None]
-    return replace(result, findings=result.findings + tuple(found), verdicts=tuple(verdicts))
+    # A crash that repeats alone is said once, with its signal and frames, in place of the run's own line.
+    alone_crashes = {v.test for v in verdicts if v.kind == CRASHES_ALONE}
+    kept = tuple(f for f in result.findings if not (f.check == "worker-crash" and f.subject in alone_crashes))
+    return replace(result, findings=kept + tuple(found), verdicts=tuple(verdicts))
 
 
 def _by_import(

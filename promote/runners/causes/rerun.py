@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -21,11 +22,15 @@ from promote.core.process import telling_line
 from promote.core.vocab import is_red
 from promote.runners.package import PLUGIN, POLL_S, Watch, environment, serial_options
 from promote.runners.plugin.progress import unfinished
-from promote.runners.plugin.records import TestRecord, read_all_results
+from promote.runners.plugin.records import TestRecord, progress_path, read_all_results, read_results, results_path
+from promote.runners.plugin.side_by_side import read_marker
 
 # Start-up and collection of a rerun, on top of `timeout_s` for each test it runs.
 START_SLACK_S = 60.0
 _COLLECTING = re.compile(r"^_+ ERROR collecting (.+?) _+$")
+_FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (.+)$')
+# Frames of a fatal-error dump shown with a crash (the innermost first).
+FRAMES = 3
 
 
 class RerunError(PromoteError):
@@ -45,6 +50,45 @@ class Ran:
     timed_out: tuple[str, ...] = ()
     # The whole process ran past its bound (e.g. stuck while importing, before any test started).
     overran: bool = False
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What one selection of a request showed about its victim."""
+
+    failed: bool
+    signal: str | None = None  # the process died of this signal (e.g. SIGSEGV) while the victim ran
+    frames: tuple[str, ...] = ()  # the innermost frames of its fatal-error dump, `file:line in function`
+    timed_out: bool = False  # the victim itself ran past the package's timeout and was killed
+
+
+def fatal_frames(log: Path, root: Path) -> tuple[str, ...]:
+    """The innermost frames of the current thread in a faulthandler dump (paths relative to `root` inside it)."""
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ()
+    current = text[text.find("Current thread") :] if "Current thread" in text else text
+    frames = []
+    for line in current.splitlines():
+        match = _FRAME.match(line)
+        if match:
+            path = Path(match.group(1))
+            # Outside the package, the library's own folder and file (`ctypes/__init__.py`) tell where.
+            shown = path.relative_to(root).as_posix() if path.is_relative_to(root) else "/".join(path.parts[-2:])
+            frames.append(f"{shown}:{match.group(2)} in {match.group(3).strip()}")
+        elif frames:
+            break
+    return tuple(frames[:FRAMES])
+
+
+def signal_name(number: int | None) -> str | None:
+    if number is None or number <= 0:
+        return None
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def why_not_run(log: Path, status: int) -> str:
@@ -188,6 +232,60 @@ class Rerunner:
         )
         return [t for r in read_all_results(out_dir) for t in r.tests]
 
+    def observe(
+        self, selections: Sequence[Sequence[str]], victim: str, *, ignore: Sequence[str] = ()
+    ) -> tuple[list[Seen], int]:
+        """Each selection then `victim`, each in a fresh process; what each showed, and the pytest calls it took.
+
+        One call when the plugin may fork the selections from one collected session (side by side on the free
+        cores); where it may not, the first runs in that call and each other one in a call of its own.
+        """
+        out_dir = self._next_dir()
+        chosen = [[*s, victim] for s in selections]
+        with _own_files():
+            path = state.write_private(out_dir / "selections.json", json.dumps(chosen))
+        options = [f"--promote-side-by-side={path}"]
+        if ignore:
+            with _own_files():
+                ignored = state.write_private(out_dir / "ignore.txt", "".join(f"{m}\n" for m in ignore))
+            options.append(f"--promote-ignore={ignored}")
+        done = self._pytest(out_dir, *_options(out_dir, *options), tests=sum(map(len, chosen)))
+        marker = read_marker(out_dir)
+        if marker is None:
+            raise RerunError(f"{victim} did not run in a rerun of {self.pkg.name}: {self._why(done)} (log: {done.log})")
+        forked = marker.get("forked") is True
+        ended = marker.get("ended")
+        ended = ended if isinstance(ended, dict) else {}
+        seen, calls = [self._seen(out_dir, "s0", victim, done, _signal_of(ended, 0, done, forked))], 1
+        for i in range(1, len(chosen)):
+            if not forked:
+                more, n = self.observe([selections[i]], victim, ignore=ignore)
+                seen, calls = seen + more, calls + n
+            else:
+                seen.append(self._seen(out_dir, f"s{i}", victim, done, _signal_of(ended, i, done, forked)))
+        return seen, calls
+
+    def _seen(self, out_dir: Path, worker: str, victim: str, done: Ran, died_of: str | None) -> Seen:
+        path = results_path(out_dir, worker)
+        records = list(read_results(path).tests) if path.is_file() else []
+        failed = judged_failed(records, victim)
+        if failed is not None:
+            return Seen(failed)
+        lost = unfinished(progress_path(out_dir, worker))
+        if victim in done.timed_out or (done.overran and victim in lost):
+            return Seen(True, timed_out=True)
+        if victim in lost:
+            # The process died while running it: a failure too, with what killed it.
+            return Seen(True, died_of, fatal_frames(out_dir / f"fatal-{worker}.log", self.pkg.path))
+        raise RerunError(f"{victim} did not run in a rerun of {self.pkg.name}: {self._why(done)} (log: {done.log})")
+
+    def _why(self, done: Ran) -> str:
+        if done.timed_out:
+            return f"{done.timed_out[0]} ran longer than the timeout ({self.pkg.timeout_s:g} s) before it"
+        if done.overran:
+            return f"the rerun ran longer than its bound and was killed ({why_not_run(done.log, done.status)})"
+        return why_not_run(done.log, done.status)
+
     def fails(self, prefix: Sequence[str], victim: str, *, ignore: Sequence[str] = ()) -> bool:
         """Run `prefix` then `victim` in one fresh process; True when the victim failed (or died).
 
@@ -219,13 +317,7 @@ class Rerunner:
             )
         if victim in lost:
             return True  # the process died while running it: a failure too
-        if done.timed_out:
-            why = f"{done.timed_out[0]} ran longer than the timeout ({self.pkg.timeout_s:g} s) before it"
-        elif done.overran:
-            why = f"the rerun ran longer than its bound and was killed ({why_not_run(done.log, done.status)})"
-        else:
-            why = why_not_run(done.log, done.status)
-        raise RerunError(f"{victim} did not run in a rerun of {self.pkg.name}: {why} (log: {done.log})")
+        raise RerunError(f"{victim} did not run in a rerun of {self.pkg.name}: {self._why(done)} (log: {done.log})")
 
 
 @contextlib.contextmanager
@@ -240,6 +332,15 @@ def _own_files() -> Iterator[None]:
 def _options(out_dir: Path, *more: str) -> tuple[str, ...]:
     """promote's options for a rerun into `out_dir`, nothing restored (each a single `--name=value` word)."""
     return (f"--promote-out={out_dir}", f"--promote-leaks={OFF}", *more)
+
+
+def _signal_of(ended: dict[str, object], i: int, done: Ran, forked: bool) -> str | None:
+    """The signal that ended selection `i`'s process: a forked child's from the marker, else the rerun's own."""
+    if not forked:
+        return signal_name(-done.status) if done.status < 0 else None
+    child = ended.get(str(i))
+    number = child.get("signal") if isinstance(child, dict) else None
+    return signal_name(number) if isinstance(number, int) else None
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -101,6 +101,13 @@ def _add_selection_options(group: pytest.OptionGroup) -> None:
         default=None,
         help="run exactly the test ids listed in FILE (one per line), in that order",
     )
+    group.addoption(
+        "--promote-side-by-side",
+        metavar="FILE",
+        default=None,
+        help="run each selection in FILE (a JSON list of lists of test ids) in a process of its own, forked after "
+        "collection (with --promote-out)",
+    )
 
 
 def worker_id(config: pytest.Config) -> str | None:
@@ -244,6 +251,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """With --promote-side-by-side, each selection runs in a forked child of its own (side_by_side)."""
+    recorder = session.config.pluginmanager.get_plugin(RECORDER)
+    if session.config.getoption("promote_side_by_side", default=None) is None or recorder is None:
+        return None
+    from promote.runners.plugin import side_by_side
+
+    side_by_side.run_selections(session, recorder.out_dir, recorder)
+    return True
+
+
 def _deselect(config: pytest.Config, items: list[pytest.Item]) -> None:
     """promote's own selection (a rerun's, a part's), told to pytest and kept apart from the package's own."""
     config.stash.setdefault(OWN_DESELECTED, set()).update(item.nodeid for item in items)
@@ -251,7 +269,9 @@ def _deselect(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Generator[None, None, None]:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> Generator[None, None, None]:
     """promote's own selection, made after every other plugin has ordered and selected the items.
 
     A plugin of the package's that reorders (its `-p` in addopts, a conftest) has then given the suite's own
@@ -261,11 +281,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Before any selection: ids that redact alike are numbered over the whole collection, as every worker sees it.
     config.stash[SHOWN] = shown_ids([item.nodeid for item in items])
     result = yield
-    _select(config, items)
+    _select(session, config, items)
     return result
 
 
-def _select(config: pytest.Config, items: list[pytest.Item]) -> None:
+def _select(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    side = config.getoption("promote_side_by_side", default=None)
+    if side:
+        from promote.runners.plugin import side_by_side
+
+        chosen = side_by_side.choose(session, items, side_by_side.read_selections(Path(side)))
+        kept = set(map(id, chosen))
+        _deselect(config, [item for item in items if id(item) not in kept])
+        items[:] = chosen
     select = config.getoption("promote_select", default=None)
     if select:
         wanted = [line for line in Path(select).read_text(encoding="utf-8").splitlines() if line]

@@ -19,9 +19,12 @@ import signal
 import time
 
 POLL_S = 0.5
+# The watcher's native thread id: a thread that holds no lock, which a process forked from this one may leave behind.
+watchers: set[int] = set()
 
 
 def _watch(parent: int, poll_s: float) -> None:
+    watchers.add(_thread.get_native_id())
     while True:
         time.sleep(poll_s)
         if os.getppid() != parent:

@@ -104,6 +104,12 @@ class ProgressLog:
             line["findings"] = current_redactor().data(findings)
         self._write(line)
 
+    def detach(self) -> None:
+        """Close the file without a clean-exit line: a forked child leaves its parent's log to the parent."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
     def close(self) -> None:
         """Write the clean-exit line and close the file."""
         if self._fd is not None:

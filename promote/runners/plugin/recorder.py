@@ -125,6 +125,12 @@ class Recorder:
             self.findings += problems
             self.watch = LeakWatch(probes + extra, restore=leaks == RESTORE)
 
+    def become(self, worker: str) -> None:
+        """Record from here on as `worker`, from no test yet: a child forked to run one selection of its own."""
+        self.progress.detach()
+        self.worker, self.progress = worker, ProgressLog(self.out_dir, worker)
+        self.records, self.findings, self.leaked, self.flushed, self.index = [], [], [], 0, 0
+
     def _whereabouts(self) -> tuple[str | None, str, str | None]:
         phase = self.phase
         run = self.running
