@@ -22,8 +22,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-# In the order pytest tries them within one directory (`pytest.ini` counts even without a [pytest] section).
-CANDIDATES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+# In the order pytest tries them within one directory (`pytest.toml` and `pytest.ini` count even without a [pytest]
+# table or section; `pytest.toml` is pytest 9's).
+CANDIDATES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+TOML = ("pytest.toml", ".pytest.toml", "pyproject.toml")
 # Far beyond any real configuration: a larger file is refused rather than read into memory.
 MAX_BYTES = 1 << 20
 
@@ -103,11 +105,14 @@ def parse_config(name: str, data: bytes, directory: str = "") -> Ini | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise PytestConfigError(f"{name}: not UTF-8 text (byte {e.start})") from None
-    if name == "pyproject.toml":
+    if name in TOML:
         try:
-            return _from_toml(directory, tomllib.loads(text))
+            document = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise PytestConfigError(f"{name}: not valid TOML: {e}") from None
+        if name == "pyproject.toml":
+            return _from_toml(directory, document)
+        return _from_table(directory, document.get("pytest"))
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text)
@@ -122,11 +127,20 @@ def parse_config(name: str, data: bytes, directory: str = "") -> Ini | None:
 
 
 def _from_toml(directory: str, data: dict[str, object]) -> Ini | None:
+    """pyproject.toml: `[tool.pytest]` in native TOML (pytest 9), else `[tool.pytest.ini_options]`, else none."""
     tool = data.get("tool")
     pytest_table = tool.get("pytest") if isinstance(tool, dict) else None
-    table = pytest_table.get("ini_options") if isinstance(pytest_table, dict) else None
-    if not isinstance(table, dict):
+    if not isinstance(pytest_table, dict):
         return None
+    native = {k: v for k, v in pytest_table.items() if k != "ini_options"}
+    table = native or pytest_table.get("ini_options")
+    return _from_table(directory, table) if isinstance(table, dict) else None
+
+
+def _from_table(directory: str, table: object) -> Ini:
+    """A TOML table of pytest settings (anything else: a file that counts, with no settings in it)."""
+    if not isinstance(table, dict):
+        return Ini(directory)
     return Ini(directory, _words(table.get("addopts", ""), split=_split), _words(table.get("testpaths", []), str.split))
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from promote.core.pytest_ini import MAX_BYTES, Ini, PytestConfigError, locate, parse_config, read_config
 
-NAMES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 
 # Text near what each format accepts, so the property reaches past the first parse error too.
 NEARLY = st.sampled_from(
@@ -22,6 +22,8 @@ NEARLY = st.sampled_from(
         b"tool = ",
         b"[tool]\npytest = ",
         b"[pytest]\ntestpaths = ",
+        b"[tool.pytest]\naddopts = ",
+        b"pytest = ",
         b"[tool.pytest.ini_options]\ntestpaths = ",
         b"",
     ]
@@ -59,6 +61,8 @@ def test_text_near_each_format_gives_settings_none_or_the_typed_error(name: str,
         ("tool = 1\n", None),  # a `tool` that is no table holds no pytest settings
         ("[tool]\npytest = [1]\n", None),
         ("[tool.pytest.ini_options]\naddopts = 7\ntestpaths = 5\n", ()),
+        # pytest 9's native table wins over ini_options (pytest refuses both; the native one is what it would say).
+        ('[tool.pytest]\naddopts = ["-p", "no:xdist"]\n', ("-p", "no:xdist")),
     ],
 )
 def test_pyproject_shapes(toml: str, addopts: tuple[str, ...] | None) -> None:
@@ -74,3 +78,11 @@ def test_a_file_past_the_bound_is_the_typed_error_and_pytest_ini_without_section
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pytest.ini").write_text("# nothing\n")
     assert locate(tmp_path / "pkg") == (tmp_path / "pytest.ini", Ini(str(tmp_path)))
+
+
+def test_pytest_toml_counts_even_empty_and_reads_its_pytest_table() -> None:
+    assert parse_config("pytest.toml", b"", "d") == Ini("d")
+    assert parse_config("pytest.toml", b'[pytest]\naddopts = ["-x"]\ntestpaths = ["t"]\n', "d") == Ini(
+        "d", ("-x",), ("t",)
+    )
+    assert parse_config(".pytest.toml", b"pytest = 3\n", "d") == Ini("d")
