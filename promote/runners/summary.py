@@ -262,18 +262,10 @@ def summarize(
     findings += [crash_finding(n, w, locate(rootdir, n)) for n, w in crashed]
     findings += [timeout_finding(n, timeout_s, locate(rootdir, n)) for n in sorted(timed_out)]
     ran = bool(tests or lost)
-    findings += [
-        f
-        for done, bad in zip(parts, read.failing, strict=True)
-        if (f := process_finding(name, done, ran, bad)) is not None
-    ]
-    findings += [f for f in [without_xdist_finding(name, parts[0])] if f is not None]
+    findings += _process_findings(name, parts, read.failing, ran)
     deselected = _deselected(every, tests)
-    # Collected and never started: pytest stopped first (its own --maxfail or -x, a death it could not go past).
-    started = {t.nodeid for t in tests} | {n for n, _ in lost} | set(deselected)
-    unrun = tuple(n for n in dict.fromkeys(read.collected) if n not in started)
-    if unrun:
-        findings.append(stopped_finding(name, len(unrun), len(dict.fromkeys(read.collected)), read.stops, parts))
+    unrun, stopped = _stopped(name, parts, read, {t.nodeid for t in tests} | {n for n, _ in lost} | set(deselected))
+    findings += stopped
     if not ran:
         # Nothing unseen is a pass: a package that recorded no test is not green, whatever pytest's status.
         findings = unseen_finding(name, out_dir, findings, max(done.status for done in parts))
@@ -305,6 +297,22 @@ def summarize(
         deselected=deselected,
         unrun=unrun,
     )
+
+
+def _process_findings(name: str, parts: list[ProcessOutcome], failing: list[bool], ran: bool) -> list[Finding]:
+    """What each pytest process's end says that its records do not, and a package run without its xdist."""
+    found = [f for done, bad in zip(parts, failing, strict=True) if (f := process_finding(name, done, ran, bad))]
+    return found + [f for f in [without_xdist_finding(name, parts[0])] if f is not None]
+
+
+def _stopped(
+    name: str, parts: list[ProcessOutcome], read: _PartsRead, started: set[str]
+) -> tuple[tuple[str, ...], list[Finding]]:
+    """The tests collected and never started (pytest stopped first: its own --maxfail or -x, a death it could not
+    go past), and the finding that says so."""
+    collected = list(dict.fromkeys(read.collected))
+    unrun = tuple(n for n in collected if n not in started)
+    return unrun, [stopped_finding(name, len(unrun), len(collected), read.stops, parts)] if unrun else []
 
 
 def _deselected(workers: list[WorkerResults], tests: list[TestRecord]) -> tuple[str, ...]:
