@@ -118,6 +118,7 @@ def bench(session: nox.Session) -> None:
         "benchmarks/bench_test.py",
         "benchmarks/bench_scale.py",
         "benchmarks/bench_bisect.py",
+        "benchmarks/bench_od.py",
         "benchmarks/bench_stations.py",
         "benchmarks/bench_mlxlm.py",
         "benchmarks/bench_plugin.py",

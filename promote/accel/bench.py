@@ -15,8 +15,9 @@ from pathlib import Path
 
 from promote.accel.commands import Arm, CommandError, arm, run, shown
 from promote.accel.ledger import LEDGER_ENV, Engagement, pooled, read_tally
-from promote.accel.results import ArmStats, BenchResult, CaseResult, Overload, Run
+from promote.accel.results import ArmStats, BenchResult, CaseResult, Overload, Run, opposite
 from promote.config.settings import AccelerationConfig, BenchConfig, Config
+from promote.core.bounded_json import JsonRejected, read_object
 from promote.core.stats import MedianInterval, children_cpu, median_interval
 from promote.core.vocab import BenchVerdict, LoadSource
 
@@ -220,12 +221,14 @@ class Metric:
         case = f" {self.case}" if self.case else ""
         what = f"`{shown(a.argv)}` ({a.name}{case}, round {self.round}): the metrics file it writes to {{out}}"
         try:
-            data = json.loads(self.out.read_text(encoding="utf-8"))
+            data = read_object(self.out)
         except FileNotFoundError:
             raise CommandError(f"{what} was not written") from None
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise CommandError(f"{what} is not JSON ({type(e).__name__})") from None
-        if not isinstance(data, dict) or self.key not in data:
+        except OSError as e:
+            raise CommandError(f"{what} cannot be read ({e.strerror or type(e).__name__})") from None
+        except JsonRejected as e:
+            raise CommandError(f"{what} is not a JSON object: {e}") from None
+        if self.key not in data:
             raise CommandError(f"{what} has no {self.key!r} key")
         value = data[self.key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
@@ -249,10 +252,15 @@ def summarize(
     interval = median_interval(ratios, CONFIDENCE)
     walls = [b.wall_s / c.wall_s for b, c in pairs if c.wall_s > 0]
     stats = {k: _stats(rs) for k, rs in runs.items()}
+    wall = median_interval(walls, CONFIDENCE) if bench.metric and walls else None
+    said = verdict(interval, bench.target)
+    # A metric that says faster while wall time says slower (or the reverse) is read the wrong way round, or
+    # measures something the run does not: neither figure decides.
+    said = "undecided" if wall is not None and opposite(interval, wall) else said
     return CaseResult(
-        name=name, speedup=statistics.median(ratios), interval=interval, verdict=verdict(interval, bench.target),
-        order=order, arms=stats, wall_speedup=statistics.median(walls) if bench.metric and walls else None,
-        overload=overload(stats, cores), imbalance=imbalance(stats, bench.load_margin),
+        name=name, speedup=statistics.median(ratios), interval=interval, verdict=said, order=order, arms=stats,
+        wall_speedup=statistics.median(walls) if wall is not None else None, overload=overload(stats, cores),
+        imbalance=imbalance(stats, bench.load_margin), wall_interval=wall,
     )  # fmt: skip
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import Counter
@@ -14,6 +13,7 @@ from tempfile import TemporaryDirectory
 from typing import Literal, TypeGuard, cast
 
 from promote.accel.ledger_writer import LEDGER_ENV, OUTCOMES
+from promote.core.bounded_json import Json, JsonRejected, read_lines
 from promote.core.vocab import LedgerOutcome as Outcome
 
 __all__ = ["LEDGER_ENV", "Engagement", "Entry", "Outcome", "Tally", "fresh", "pooled", "read", "read_tally", "tally"]
@@ -101,12 +101,8 @@ def _round(v: float | None) -> float | None:
     return None if v is None else round(v, 6)
 
 
-def _entry(line: str, accel: str) -> Entry | Literal[False] | None:
+def _entry(raw: Json | JsonRejected, accel: str) -> Entry | Literal[False] | None:
     """The line's entry; None for another path's line; False for a line that is not a ledger line."""
-    try:
-        raw = json.loads(line)
-    except ValueError:
-        return False
     if not isinstance(raw, dict):
         return False
     if raw.get("accel") != accel:
@@ -135,14 +131,11 @@ def _tokens(v: object) -> TypeGuard[int | None]:
 def read(path: Path, accel: str, *, upto: int | None = None) -> tuple[tuple[Entry, ...], int]:
     """The path's entries in the file (none when it is absent; its first `upto` bytes) and the lines that were not."""
     try:
-        with path.open("rb") as f:
-            text = f.read(-1 if upto is None else upto).decode("utf-8", errors="replace")
+        lines = read_lines(path, upto=upto)
     except FileNotFoundError:
         return (), 0
     entries, bad = [], 0
-    for line in text.splitlines():
-        if not line.strip():
-            continue
+    for line in lines:
         entry = _entry(line, accel)
         if entry is False:
             bad += 1

@@ -28,12 +28,16 @@ def check_parity(config: Config, accel: AccelerationConfig, parity: ParityConfig
                 run_way(
                     config, accel, parity.command, way, out, out.parent / "ledger.jsonl", timeout_s=parity.timeout_s
                 )
-                outputs[way] = arrays.read_output(arrays.locate(out), f"the parity output with the switch {way}")
+                found = arrays.locate(out)
             except CommandError as e:
                 return _error(str(e), parity)
             except arrays.OutputError as e:
-                value = accel.switch.off if way == "off" else accel.switch.on
-                return _error(f"`{shown(parity.command)}` (switch {way}: {accel.switch.env}={value}): {e}", parity)
+                return _error(_way(accel, parity, way, e), parity)
+            role = f"the parity output with the switch {way}"
+            try:
+                outputs[way] = arrays.read_output(found, role)
+            except arrays.OutputError as e:
+                return _error(_way(accel, parity, way, e), parity, unreadable=role)
         try:
             result = arrays.compare(outputs["off"], outputs["on"], atol=parity.atol, rtol=parity.rtol)
         except arrays.OutputError as e:
@@ -42,5 +46,10 @@ def check_parity(config: Config, accel: AccelerationConfig, parity: ParityConfig
     return ParityResult(**{**result.__dict__, "atol": parity.atol, "rtol": parity.rtol, "engagement": engaged})
 
 
-def _error(line: str, parity: ParityConfig) -> ParityResult:
-    return ParityResult("error", error=line, atol=parity.atol, rtol=parity.rtol)
+def _way(accel: AccelerationConfig, parity: ParityConfig, way: str, e: Exception) -> str:
+    value = accel.switch.off if way == "off" else accel.switch.on
+    return f"`{shown(parity.command)}` (switch {way}: {accel.switch.env}={value}): {e}"
+
+
+def _error(line: str, parity: ParityConfig, unreadable: str | None = None) -> ParityResult:
+    return ParityResult("error", error=line, atol=parity.atol, rtol=parity.rtol, unreadable=unreadable)

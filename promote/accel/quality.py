@@ -11,6 +11,7 @@ from pathlib import Path
 from promote.accel.commands import WAYS, CommandError, TimedOut, Way, both_ways, run_way, shown
 from promote.accel.ledger import Engagement, read_tally
 from promote.config.settings import AccelerationConfig, Config, QualityConfig
+from promote.core.bounded_json import Json, JsonRejected, read_lines
 from promote.core.paired import Pairs, clopper_pearson, items_to_decide, mcnemar_p, newcombe
 from promote.core.vocab import QualityVerdict
 
@@ -93,23 +94,18 @@ def _r(values: tuple[float, ...]) -> list[float]:
     return [round(v, 6) for v in values]
 
 
-def _item(line: str) -> tuple[str, bool] | None:
-    try:
-        raw = json.loads(line)
-    except ValueError:
+def _item(raw: Json | JsonRejected) -> tuple[str, bool] | None:
+    if not isinstance(raw, dict):
         return None
-    if not isinstance(raw, dict) or not isinstance(raw.get("item"), str) or not isinstance(raw.get("passed"), bool):
-        return None
-    return raw["item"], raw["passed"]
+    item, passed = raw.get("item"), raw.get("passed")
+    return (item, passed) if isinstance(item, str) and isinstance(passed, bool) else None
 
 
 def read_items(path: Path) -> Items:
     """One arm's items; a missing file is an OSError, an item on two lines a DuplicateItem."""
     passed: dict[str, bool] = {}
     bad = 0
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
+    for line in read_lines(path):
         item = _item(line)
         if item is None:
             bad += 1
@@ -121,12 +117,14 @@ def read_items(path: Path) -> Items:
 
 
 def pair(off: Mapping[str, bool], on: Mapping[str, bool]) -> tuple[Pairs, tuple[str, ...]]:
-    """The 2x2 table of the items both arms have, and the ids of those only one has."""
+    """The 2x2 table over every item either arm wrote, and the ids of those only one arm has.
+
+    An item an arm did not answer counts as that arm failing it: an arm that leaves out the items it gets
+    wrong must not look as good as one that answers them all.
+    """
     both = on_only = off_only = neither = 0
-    for item, was in off.items():
-        now = on.get(item)
-        if now is None:
-            continue
+    for item in off.keys() | on.keys():
+        was, now = off.get(item, False), on.get(item, False)
         if was and now:
             both += 1
         elif now:
@@ -198,5 +196,5 @@ def run_quality(config: Config, accel: AccelerationConfig, spec: QualityConfig) 
         line = "; ".join(s for s in stopped.values() if s is not None)
         return replace(report, verdict="timed-out", timed_out=timed_out, error=line, to_decide=None)
     if t.n == 0:
-        return replace(report, error=f"{what}: no item was written by both arms ({len(unpaired)} unpaired)")
+        return replace(report, error=f"{what}: neither arm wrote an item")
     return report

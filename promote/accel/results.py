@@ -54,6 +54,7 @@ class ParityResult:
     rtol: float = 0.0
     engagement: Engagement | None = None  # what the path counted in each arm (None: the command did not finish)
     requests: tuple[RequestParity, ...] = ()  # token outputs: each request's generations compared
+    unreadable: str | None = None  # the role of the output that could not be read as promised, when that was why
 
     @property
     def proven(self) -> bool:
@@ -67,7 +68,7 @@ class ParityResult:
             "mismatched": self.mismatched, "total": self.total, "first_mismatch": self.first_mismatch,
             "tokens": self.tokens, "tokens_flipped": self.tokens_flipped, "atol": self.atol, "rtol": self.rtol,
             "error": self.error, "ledger": None if self.engagement is None else self.engagement.to_json(),
-            "requests": [r.to_json() for r in self.requests],
+            "requests": [r.to_json() for r in self.requests], "unreadable": self.unreadable,
         }  # fmt: skip
 
 
@@ -121,6 +122,16 @@ class Overload:
         return {"load": self.load, "cores": self.cores, "source": self.source}
 
 
+# How far wall time must point the other way to contradict a metric: wall time also counts import and model load,
+# which the path does not change, so a few percent either way is the machine, not a contradiction.
+WALL_MARGIN = 1.1
+
+
+def opposite(metric: MedianInterval, wall: MedianInterval) -> bool:
+    """The metric's interval wholly above 1.0 and wall time's below 1/WALL_MARGIN, or the reverse."""
+    return (metric.low > 1.0 and wall.high < 1 / WALL_MARGIN) or (metric.high < 1.0 and wall.low > WALL_MARGIN)
+
+
 def case_subject(name: str, case: str | None) -> str:
     """A finding's subject for a path's bench case: the path's name, with the case's when the bench has cases."""
     return name if case is None else f"{name}, case {case}"
@@ -140,10 +151,16 @@ class CaseResult:
     overload: Overload | None = None
     imbalance: str | None = None  # the arms ran under different load: the machine was not the same
     engagement: Engagement | None = None  # the case's own ledger lines: off = the baseline arm, on = the candidate
+    wall_interval: MedianInterval | None = None  # wall time's own interval, beside a metric's
 
     @property
     def rounds(self) -> int:
         return len(self.order)
+
+    @property
+    def disagrees(self) -> bool:
+        """The metric and wall time each decided, in opposite directions: neither figure can be taken."""
+        return self.wall_interval is not None and opposite(self.interval, self.wall_interval)
 
     def _acceptance(self) -> dict[str, object] | None:
         """Per arm, the tokens its path drafted in this case and the share accepted (null: no line counted them)."""
@@ -160,6 +177,7 @@ class CaseResult:
             "interval": [round(iv.low, 4), round(iv.high, 4)], "coverage": round(iv.coverage, 4),
             "verdict": self.verdict, "order": list(self.order), "arms": {k: a.to_json() for k, a in self.arms.items()},
             "wall_speedup": None if self.wall_speedup is None else round(self.wall_speedup, 4),
+            "wall_interval": None if (w := self.wall_interval) is None else [round(w.low, 4), round(w.high, 4)],
             "overloaded": None if self.overload is None else self.overload.to_json(), "load_imbalance": self.imbalance,
             "ledger": None if self.engagement is None else self.engagement.to_json(), "acceptance": self._acceptance(),
         }  # fmt: skip

@@ -119,6 +119,8 @@ def bench_text(b: BenchResult) -> str:
     text = f"{_figure(c, b.metric)} ({c.interval.low:.2f}-{c.interval.high:.2f}, {c.rounds} rounds{_load(c)}){ref}"
     if c.wall_speedup is not None:
         text += f"; wall time {c.wall_speedup:.2f}x"
+    if c.disagrees and c.wall_interval is not None:
+        text += f" ({c.wall_interval.low:.2f}-{c.wall_interval.high:.2f}): {b.metric} and wall time disagree"
     if b.target is not None or c.verdict == "slower":
         text += f"; target {b.target:g}x: {c.verdict}" if b.target is not None else f": {c.verdict}"
     return text

@@ -12,6 +12,20 @@ def figure(c: CaseResult, metric: str | None) -> str:
     return f"{c.speedup:.2f}x ({c.interval.low:.2f}-{c.interval.high:.2f}){by}"
 
 
+def disagreement(timed: BenchResult) -> str | None:
+    """Why a bench whose metric and wall time point opposite ways is undecided, with both figures."""
+    parts = []
+    for c in timed.cases:
+        if c.disagrees and c.wall_interval is not None:
+            w = c.wall_interval
+            case = f"case {c.name}: " if c.name else ""
+            parts.append(
+                f"{case}{figure(c, timed.metric)} ({timed.better} is better) but wall time "
+                f"{c.wall_speedup or 0:.2f}x ({w.low:.2f}-{w.high:.2f}): they disagree in direction"
+            )
+    return "; ".join(parts) or None
+
+
 def speed_findings(accel: AccelerationConfig, timed: BenchResult | None) -> tuple[Finding, ...]:
     """Per case: `acceleration-slower` (its whole interval below 1.0), `speed-target-missed`, `bench-overloaded`."""
     if timed is None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from promote.config.settings import Config
 from promote.core import state
+from promote.core.bounded_json import read_lines
 
 if TYPE_CHECKING:
     from promote.accel.verify import AccelReport
@@ -48,11 +49,7 @@ def recent(config: Config, name: str, limit: int = 20) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for entry in read_lines(path):
         if isinstance(entry, dict) and entry.get("name") == name:
             out.append(entry)
     return out[-limit:]

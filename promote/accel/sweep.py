@@ -13,6 +13,7 @@ from pathlib import Path
 from promote.accel.commands import WAYS, CommandError, both_ways, run_way, shown
 from promote.accel.ledger import Engagement, Entry, Tally, read, tally
 from promote.config.settings import AccelerationConfig, Config, SweepConfig
+from promote.core.bounded_json import Json, JsonRejected, read_lines
 
 Scalar = str | int | float | bool | None
 ClassKey = tuple[tuple[str, Scalar], ...]
@@ -87,29 +88,26 @@ def label(key: ClassKey) -> str:
     return ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in key)
 
 
-def _seen(line: str) -> Seen | None:
-    try:
-        raw = json.loads(line)
-    except ValueError:
+def _seen(raw: Json | JsonRejected) -> Seen | None:
+    if not isinstance(raw, dict):
         return None
-    if not isinstance(raw, dict) or not isinstance(raw.get("request"), dict) or not isinstance(raw.get("ok"), bool):
+    request, ok, error, seconds = raw.get("request"), raw.get("ok"), raw.get("error"), raw.get("seconds")
+    if not isinstance(request, dict) or not isinstance(ok, bool):
         return None
-    error, seconds = raw.get("error"), raw.get("seconds")
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
         return None
-    return Seen(raw["request"], raw["ok"], None if error is None else str(error), float(seconds))
+    return Seen(request, ok, None if error is None else str(error), float(seconds))
 
 
 def read_caller(path: Path) -> tuple[tuple[Seen, ...], int]:
     """The caller's lines and how many could not be read; a sweep that wrote no file is an OSError."""
     seen, bad = [], 0
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if line.strip():
-            s = _seen(line)
-            if s is None:
-                bad += 1
-            else:
-                seen.append(s)
+    for line in read_lines(path):
+        s = _seen(line)
+        if s is None:
+            bad += 1
+        else:
+            seen.append(s)
     return tuple(seen), bad
 
 

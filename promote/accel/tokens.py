@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 
 from promote.accel.results import ParityResult, RequestParity
+from promote.core.bounded_json import JsonRejected, loads
 
 Request = str | int
 NEITHER = 'is not an array (.npy, .npz, .safetensors), a JSON list of token ids or JSON lines {"request", "tokens"}'
@@ -43,8 +44,8 @@ def _lines(text: str, role: str) -> Generations:
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
-        except ValueError:
+            raw = loads(line, line=n)
+        except JsonRejected:
             raw = None
         ids = _ids(raw.get("tokens")) if isinstance(raw, dict) and "request" in raw else None
         if ids is None or not isinstance(raw, dict):
@@ -61,11 +62,11 @@ def _lines(text: str, role: str) -> Generations:
 def read_tokens(text: str, role: str) -> Generations:
     """A list of token ids, a list of token-id lists (ragged allowed), or JSON lines of requests and their tokens."""
     try:
-        value = json.loads(text)
-    except ValueError:
-        if text.lstrip().startswith("{"):
+        value = loads(text)
+    except JsonRejected as e:
+        if e.kind == "syntax" and text.lstrip().startswith("{"):
             return _lines(text, role)
-        raise TokenError(f"{role} {NEITHER}") from None
+        raise TokenError(f"{role} {NEITHER}" if e.kind == "syntax" else f"{role}: {e}") from None
     if isinstance(value, dict):
         return _lines(text, role)
     flat = _ids(value)

@@ -17,7 +17,7 @@ from promote.accel.ledger import fresh
 from promote.accel.parity import check_parity
 from promote.accel.quality import QualityReport, run_quality
 from promote.accel.results import AccelResult, BenchResult, ParityResult, StationBuild, SwitchResult, broken
-from promote.accel.speed import speed_findings
+from promote.accel.speed import disagreement, speed_findings
 from promote.accel.sweep import SweepResult, run_sweep
 from promote.accel.yardstick import differs_text, quality_findings, undecided_line
 from promote.config.settings import AccelerationConfig, Config
@@ -60,7 +60,7 @@ class AccelReport:
             if r.parity and r.parity.verdict == "error":
                 out.append(Undecided(r.name, "parity", r.parity.error))
             if r.bench and r.bench.verdict in ("undecided", "error"):
-                out.append(Undecided(r.name, "bench", r.bench.error))
+                out.append(Undecided(r.name, "bench", r.bench.error or disagreement(r.bench)))
             if r.sweep and r.sweep.error:
                 out.append(Undecided(r.name, "sweep", r.sweep.error))
             line = None if r.quality is None else undecided_line(r.quality)
@@ -215,6 +215,9 @@ def judge(
                 out.append(Finding("acceleration-broken", "error", test, msg, f"{env}={sw.on}"))
     if switch is not None:
         out += red_both_ways(accel, switch)
+    if parity is not None and parity.unreadable is not None:
+        # The step stays undecided (exit 3); the finding names the file as the team knows it, by its role.
+        out.append(Finding("output-unreadable", "warning", parity.unreadable, parity.error or parity.unreadable))
     if parity is not None and parity.verdict == "differs":
         # Output that differs holds only on the team's own yardstick, paired and non-inferior.
         severity: Severity = "warning" if quality is not None and quality.holds else "error"

@@ -64,7 +64,7 @@ def quality_text(q: QualityReport, word: Callable[[QualityVerdict], str] = str) 
     text = f"{lead}: {figures(q)}; {_detail(q)}"
     if q.unpaired:
         names = ", ".join(q.unpaired[:SHOWN_UNPAIRED]) + (", ..." if len(q.unpaired) > SHOWN_UNPAIRED else "")
-        text += f"; {len(q.unpaired)} unpaired ({names})"
+        text += f"; {len(q.unpaired)} unpaired ({names}), each counted as failed by the arm that did not write it"
     if q.unparseable:
         text += f"; {q.unparseable} unparseable line{'s' if q.unparseable > 1 else ''}"
     if q.saturated:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from fnmatch import fnmatchcase
 from typing import Any
 
 from promote.config.settings import (
@@ -15,8 +16,24 @@ from promote.config.settings import (
     SwitchConfig,
 )
 from promote.config.tables import TableReader
+from promote.core.vocab import Better
 
 MIN_ROUNDS = 5  # fewer leave a median interval too wide to decide anything (see promote.core.stats)
+
+# Bench metrics whose direction is known by name (case ignored), the first pattern that matches deciding:
+# rates first, since `tokens_per_s` ends in `_s` like a time but counts tokens per second. Any other
+# metric must say `better`: a time read as a rate turns a path twice as slow into a 2x speedup.
+KNOWN_METRICS: tuple[tuple[str, Better], ...] = (
+    ("*_per_s", "higher"), ("*_per_sec", "higher"), ("*_per_second", "higher"), ("*throughput*", "higher"),
+    ("tps", "higher"), ("*_tps", "higher"),
+    ("ttft*", "lower"), ("*latency*", "lower"), ("*_s", "lower"), ("*_ms", "lower"), ("*_seconds", "lower"),
+)  # fmt: skip
+
+
+def known_direction(metric: str) -> Better | None:
+    """Which way a bench metric improves, from its name; None: not a name promote knows."""
+    name = metric.lower()
+    return next((better for pattern, better in KNOWN_METRICS if fnmatchcase(name, pattern)), None)
 
 
 def _is_str(v: object) -> bool:
@@ -177,8 +194,25 @@ def _bench(p: TableReader, raw: object, where: str) -> BenchConfig:
         timeout_s=p.get(tbl, "timeout_s", where, _number(0.0, 86400.0, open_low=True), "seconds > 0", None),
         cases=_cases(p, tbl, where) if "cases" in tbl else None,
         metric=metric,
-        better=p.get(tbl, "better", where, lambda v: v in ("higher", "lower"), '"higher" or "lower"', "higher"),
+        better=_better(p, tbl, where, metric),
     )
+
+
+def _better(p: TableReader, tbl: Mapping[str, Any], where: str, metric: str | None) -> Better:
+    """`better` as given; else the known direction of `metric`; required for a metric promote does not know."""
+    given: Better | None = p.get(tbl, "better", where, lambda v: v in ("higher", "lower"), '"higher" or "lower"', None)
+    if given is not None:
+        return given
+    if metric is None:
+        return "higher"  # wall time: the speedup is baseline over candidate, whatever `better` says
+    known = known_direction(metric)
+    if known is None:
+        expected = (
+            f'"higher" or "lower": which way {metric!r} improves is not known by its name '
+            "(known: *_per_s and throughput higher; ttft*, latency*, *_s and *_ms lower)"
+        )
+        raise p.fail(f"{where}.better", expected, show_got=False)
+    return known
 
 
 def _cases(p: TableReader, tbl: Mapping[str, Any], where: str) -> tuple[BenchCase, ...]:

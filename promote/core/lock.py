@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+from promote.core.bounded_json import loads
 from promote.core.errors import PromoteError
 from promote.core.state import StateError, private_file, read_state, state_dir
 
@@ -36,7 +37,7 @@ def wait_default() -> float:
 def holder(path: Path) -> str:
     """Who holds the lock, as its holder wrote it: pid, command and start time."""
     try:
-        info = json.loads(read_state(path).decode("utf-8").strip() or "{}")
+        info = loads(read_state(path).decode("utf-8").strip() or "{}")
     except (OSError, ValueError, StateError):
         info = {}
     if not isinstance(info, dict) or "pid" not in info:

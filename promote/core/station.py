@@ -6,11 +6,12 @@ reads one inside the tested interpreter (`--promote-station FILE`), so it import
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from promote.core.bounded_json import read_object
 
 MARKER_KEYWORDS = ("device", "memory_gb", "platform")
 
@@ -60,7 +61,7 @@ class Station:
 
 def read_station(path: Path) -> Station:
     """The station JSON the runner writes for the plugin (`--promote-station FILE`)."""
-    return Station.from_json(json.loads(path.read_text(encoding="utf-8")))
+    return Station.from_json(read_object(path))
 
 
 def declared(args: Sequence[object], kwargs: Mapping[str, object]) -> tuple[str, ...]:

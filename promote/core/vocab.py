@@ -159,6 +159,9 @@ def quality_judged(verdict: QualityVerdict) -> bool:
     return verdict in ("non-inferior", "inferior", "inconclusive")
 
 
+# Why the bounded JSON reader refused a file or a line a team's tool wrote (promote.core.bounded_json).
+JsonFault = Literal["syntax", "encoding", "size", "depth", "number", "type"]
+
 # --- A test's story over the nights (promote.evidence.stories).
 StoryKind = Literal["flaky-history", "never-ran", "red-streak"]  # a package that lost tests is a `Drop`, not a story
 

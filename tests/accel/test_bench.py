@@ -150,11 +150,12 @@ def test_a_metric_where_lower_is_better_is_off_over_on(
     ("missing", "has no 'missing' key"),
     ("negative", "has 'negative' = -3.0, not a finite positive number"),
     ("text", "has 'text' = \"fast\", not a finite positive number"),
-    ("nan", "has 'nan' = NaN, not a finite positive number"),
+    ("nan", "is not a JSON object: NaN is not a JSON number"),
     ("absent", "was not written"),
 ])  # fmt: skip
 def test_a_round_without_its_metric_is_one_line_naming_arm_and_round(tmp_path: Path, key: str, problem: str) -> None:
-    bench = f'{{ command = [{PY}, "metric.py", "{{out}}", "{key}"], rounds = 5, warmup = 0, metric = "{key}" }}'
+    bench = f'{{ command = [{PY}, "metric.py", "{{out}}", "{key}"], rounds = 5, warmup = 0, metric = "{key}", '
+    bench += 'better = "higher" }'
     bench_config(tmp_path, bench)
     code, data = accel_json(tmp_path)
     error = data["accelerations"][0]["bench"]["error"]

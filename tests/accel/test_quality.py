@@ -188,15 +188,31 @@ def test_a_yardstick_near_its_ceiling_is_said_to_be_saturated(tmp_path: Path) ->
     assert "the gap is a floor" in data["findings"][0]["message"]
 
 
-def test_an_item_missing_from_one_arm_is_unpaired_and_named(tmp_path: Path) -> None:
-    configure(tmp_path, plan(160, 0, 0, 41, missing_on=["item-007"]))
+def test_an_item_missing_from_one_arm_is_unpaired_named_and_failed_by_that_arm(tmp_path: Path) -> None:
+    # item-170 fails with the path off; with it on the evaluation leaves it out: a failure either way.
+    configure(tmp_path, plan(160, 0, 0, 41, missing_on=["item-170"]))
 
     code, _, path = accel(tmp_path)
 
     q = path["quality"]
     assert (code, q["verdict"]) == (EXIT_OK, "non-inferior")
-    assert (q["items"], q["unpaired"], q["unpaired_items"]) == (200, 1, ["item-007"])
-    assert "1 unpaired (item-007)" in run(tmp_path, "accel").stdout
+    assert (q["items"], q["unpaired"], q["unpaired_items"], q["on_passed"], q["off_passed"]) == (
+        201, 1, ["item-170"], 160, 160,
+    )  # fmt: skip
+    said = "1 unpaired (item-170), each counted as failed by the arm that did not write it"
+    assert said in run(tmp_path, "accel").stdout
+
+
+def test_an_arm_that_answers_900_of_1000_items_is_judged_on_all_1000(tmp_path: Path) -> None:
+    # The switched-on arm silently skips the last 100 items, 95 of which the path off solves.
+    configure(tmp_path, plan(900, 0, 95, 5, missing_on=[f"item-{i:03d}" for i in range(900, 1000)]))
+
+    code, data, path = accel(tmp_path)
+
+    q = path["quality"]
+    assert (q["items"], q["unpaired"], q["on_passed"], q["off_passed"], q["off_only"]) == (1000, 100, 900, 995, 95)
+    # Never non-inferior: the items the path did not answer are items it did not solve.
+    assert (code, q["verdict"], checks(data)["quality-inferior"]) == (EXIT_BLOCKED, "inferior", "error")
 
 
 def test_a_path_that_declines_every_item_makes_the_yardstick_vacuous(tmp_path: Path) -> None:
@@ -242,7 +258,7 @@ def test_an_arm_stopped_at_its_time_limit_is_said_and_counted_never_judged(tmp_p
     q = path["quality"]
     assert (code, q["verdict"], q["timed_out"]) == (EXIT_UNDECIDED, "timed-out", ["on"])
     # What the switched-on arm wrote before the limit is counted; the rest of its items are unpaired.
-    assert (q["items"], q["unpaired"]) == (10, 20)
+    assert (q["items"], q["unpaired"], q["on_passed"], q["off_passed"]) == (30, 20, 10, 30)
     assert "still running after 3s, stopped" in q["error"]
     assert not {"quality-inferior", "quality-inconclusive"} & set(checks(data))
 

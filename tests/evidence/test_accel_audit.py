@@ -24,7 +24,7 @@ EVALUATE = """
 import json, os, sys
 fast = os.environ["FAST"] == "1"
 with open(sys.argv[1], "w") as f:
-    for i in range(200 if fast else 201):  # item 200 is scored with the path off only: unpaired
+    for i in range(200 if fast else 201):  # item 200: the path off only (unpaired: failed with it on)
         passed = i < 180 or (fast and i < 182)
         f.write(json.dumps({"item": f"<b>item {i}</b>", "passed": passed}) + "\\n")
         line = {"accel": "Fast", "outcome": "served" if fast else "declined", "reason": None if fast else "off",
@@ -101,10 +101,10 @@ def test_a_drift_the_yardstick_finds_no_worse_is_a_warning_and_the_page_says_bot
     assert (checks["parity-differs"], "quality-inferior" in checks) == ("warning", False)
     assert not any(line.startswith("parity-differs") for line in data["gates"]["tested"]["evidence"])
     page = Path(data["pages"]["md"]).read_text()
-    assert "non-inferior: 182 vs 180 of 200, 2 / 0 discordant" in page
-    assert "quality non-inferior: 182 vs 180 of 200" in page  # the finding says both
+    assert "non-inferior: 182 vs 180 of 201, 2 / 0 discordant" in page
+    assert "quality non-inferior: 182 vs 180 of 201" in page  # the finding says both
     assert "| 0 | 3 | 1 | 6 | 6 |" in page  # the request that differs, where and how far
     html = Path(data["pages"]["html"]).read_text()
     # The unpaired item's id is the team's text: shown, inert.
-    assert "non-inferior: 182 vs 180 of 200" in html and "1 unpaired (&lt;b&gt;item 200&lt;/b&gt;)" in html
+    assert "non-inferior: 182 vs 180 of 201" in html and "1 unpaired (&lt;b&gt;item 200&lt;/b&gt;)" in html
     assert "<b>item" not in html and "1 unpaired (" in page and "<b>item" not in page

@@ -8,7 +8,8 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from promote.core.redact import MASK, PACKAGE_ENV_NAMES, secret_name
@@ -66,8 +67,50 @@ def _environ_restore(before: Mapping[Any, Any]) -> None:
             os.environ[k] = v
 
 
+# Directories pytest itself puts on sys.path as it imports test modules and conftest.py files (the rootdir, each
+# conftest's directory, each test module's base directory): filled in once collection is done.
+PYTEST_PATHS: set[str] = set()
+
+
+def note_pytest_paths(rootdir: Path, modules: Iterable[Path]) -> None:
+    """Remember the directories pytest's own importer may insert for these test modules (up to the rootdir)."""
+    PYTEST_PATHS.add(str(rootdir))
+    for module in modules:
+        for parent in module.parents:
+            if parent == rootdir or not parent.is_relative_to(rootdir):
+                break
+            PYTEST_PATHS.add(str(parent))
+        # prepend import mode inserts the first directory above the module's package, wherever that is.
+        base = module.parent
+        while (base / "__init__.py").is_file() and base.parent != base:
+            base = base.parent
+        PYTEST_PATHS.add(str(base))
+
+
+def _pytests_own(before: Sequence[str], after: Sequence[str]) -> tuple[list[str], list[str]]:
+    """`after` split into what pytest added for its own imports (entries of PYTEST_PATHS beyond as many as `before`
+    held: pytest prepends a directory again when it is not first) and the rest."""
+    extra = {p: after.count(p) - before.count(p) for p in set(after) & PYTEST_PATHS}
+    own, rest = [], []
+    for p in after:
+        if extra.get(p, 0) > 0:
+            extra[p] -= 1
+            own.append(p)
+        else:
+            rest.append(p)
+    return own, rest
+
+
+def _sys_path_diff(before: tuple[str, ...], after: tuple[str, ...]) -> list[Change]:
+    # An entry pytest added for its own imports (while it set up the test) is pytest's doing, not the test's.
+    if _pytests_own(before, after)[1] == list(before):
+        return []
+    return [Change("sys.path", before, after)]
+
+
 def _sys_path_restore(before: tuple[str, ...]) -> None:
-    sys.path[:] = before
+    # Entries pytest added on its own stay: later tests' imports rely on them, as they do under plain pytest.
+    sys.path[:] = _pytests_own(before, sys.path)[0] + list(before)
 
 
 def _threads_diff(before: tuple[threading.Thread, ...], after: tuple[threading.Thread, ...]) -> list[Change]:
@@ -112,7 +155,7 @@ def process_probes() -> list[Probe]:
     return [
         Probe("os.environ", _environ_snapshot, _environ_restore, _environ_diff),
         Probe("cwd", os.getcwd, os.chdir),
-        Probe("sys.path", lambda: tuple(sys.path), _sys_path_restore),
+        Probe("sys.path", lambda: tuple(sys.path), _sys_path_restore, _sys_path_diff),
         Probe("threads", lambda: tuple(threading.enumerate()), None, _threads_diff),
         Probe("warnings.filters", lambda: tuple(warnings.filters), _warnings_restore),
         Probe("logging", _logging_snapshot, _logging_restore),

@@ -29,7 +29,7 @@ from promote.runners.plugin.items import (
 from promote.runners.plugin.leaks import LeakWatch, leak_finding
 from promote.runners.plugin.mlx_probes import RANDOM_PROBE, MlxProbes
 from promote.runners.plugin.probes import Probe, entry_point_probes
-from promote.runners.plugin.process_probes import process_probes
+from promote.runners.plugin.process_probes import note_pytest_paths, process_probes
 from promote.runners.plugin.progress import ProgressLog
 from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, write_results
 from promote.runners.plugin.requirement_rules import excerpt
@@ -149,6 +149,7 @@ class Recorder:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        note_pytest_paths(session.config.rootpath, {item.path for item in session.items})
         self.progress.collected(len(session.items), serial_left=session.config.stash.get(SERIAL_LEFT, None))
 
     def pytest_exception_interact(

@@ -326,3 +326,43 @@ def test_without_the_flag_a_leak_is_reported_and_left_as_the_test_left_it(pytest
     rec.run.assert_outcomes(passed=2)
     [leak] = rec.findings("leaked-state")
     assert leak.subject == "test_env.py::test_a_sets" and "PROMOTE_PROBE_DEFAULT" in leak.message
+
+
+def test_a_directory_pytests_own_importer_puts_on_sys_path_during_setup_is_not_the_tests_leak(
+    pytester: pytest.Pytester,
+) -> None:
+    # A conftest.py that pytest imports only when a fixture asks for it, through pytest's own importer (as it does
+    # for conftest files in prepend mode): the directory it inserts is pytest's doing. A test's own insertion of
+    # a directory pytest has nothing to do with is still that test's leak.
+    pytester.mkdir("helpers")
+    pytester.makepyfile(**{"helpers/conftest": "VALUE = 1\n"})
+    pytester.makepyfile(
+        test_paths="""
+        import sys
+        from pathlib import Path
+
+        import pytest
+        from _pytest.pathlib import ImportMode, import_path
+
+        HELPERS = Path(__file__).parent / "helpers"
+
+        @pytest.fixture
+        def late_conftest(request):
+            return import_path(HELPERS / "conftest.py", mode=ImportMode.prepend, root=request.config.rootpath,
+                               consider_namespace_packages=False)
+
+        def test_uses_it(late_conftest):
+            assert late_conftest.VALUE == 1
+
+        def test_own_insertion():
+            sys.path.insert(0, "/somewhere/else")
+        """
+    )
+    (pytester.path / "helpers" / "test_in_helpers.py").write_text("def test_there():\n    pass\n")
+
+    rec = record(pytester)
+
+    rec.run.assert_outcomes(passed=3)
+    assert [f.subject for f in rec.findings("leaked-state")] == ["test_paths.py::test_own_insertion"], [
+        f.message for f in rec.findings("leaked-state")
+    ]
