@@ -20,6 +20,7 @@ from promote.config.settings import (
     RuleConfig,
     StationConfig,
 )
+from promote.core.capped import read_capped
 from promote.core.errors import ConfigError
 from promote.core.redact import register
 
@@ -94,11 +95,10 @@ MAX_CONFIG_BYTES = 1 << 20
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_CONFIG_BYTES + 1)
+        raw = read_capped(path, MAX_CONFIG_BYTES)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
+    if raw is None:
         raise ConfigError(
             f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB, the most promote reads from a configuration file"
         )

@@ -87,6 +87,12 @@ TestOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpasse
 RED: tuple[TestOutcome, ...] = ("failed", "error", "crashed")
 
 
+# A collected test its pytest never started (it stopped first: its own --maxfail or -x, a death it could not go
+# past): kept in the history as collected, so a stop is never read as tests gone from the package.
+NotRun = Literal["not-run"]
+NOT_RUN: Final[NotRun] = "not-run"
+
+
 def is_red(outcome: str | None) -> bool:
     """A red test: it failed, errored (setup or teardown) or crashed its worker."""
     return outcome in RED

@@ -12,12 +12,13 @@ from typing import Literal
 
 from promote.config import HistoryConfig
 from promote.core.vocab import CRASHES_ALONE, RED, Severity, StoryKind, is_red
+from promote.core.vocab import NOT_RUN as STOPPED_FIRST
 from promote.evidence.deltas import file_and_name, renamed
 from promote.evidence.history import TestOutcome
 from promote.evidence.story_window import Key, Window, WindowRun
 
 # Not run, though collected: the outcomes a test can have every night without ever doing its job.
-NOT_RUN = ("blocked", "skipped", "xfailed", "deselected")
+NOT_RUN = ("blocked", "skipped", "xfailed", "deselected", STOPPED_FIRST)
 RED_STREAK = 3  # a test red this many runs in a row, or a gate failing this many audits in a row, is told
 NO_STATION = "impossible-requirement"  # the blocker that no station of the fleet can lift
 LEFT_OUT = "left out by CI"  # a never-ran test's outcome when it ran here but no CI job runs it

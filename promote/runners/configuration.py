@@ -1,13 +1,18 @@
-"""Which rootdir and ini file pytest chose for a package, as its workers recorded them."""
+"""Which rootdir and ini file pytest chose for a package, as its workers recorded them; and, before it runs, what
+its own options ask of the way promote runs it."""
 
 from __future__ import annotations
 
 import posixpath
+import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from promote.core.findings import Finding, Location, Rootdir
 from promote.core.git import run_git
+from promote.core.pytest_ini import PytestConfigError
+from promote.core.pytest_ini import locate as locate_ini
 from promote.runners.plugin.records import WorkerResults
 
 
@@ -59,3 +64,53 @@ def rebased(finding: Finding, rootdir: Rootdir | None) -> Finding:
     if rootdir is None:
         return replace(finding, location=None)  # no repository to place it in
     return rootdir.rebase(finding)
+
+
+@dataclass(frozen=True)
+class OwnOptions:
+    """The package's own pytest options as pytest will see them: its ini file's addopts, PYTEST_ADDOPTS, its args.
+
+    `unreadable`: why its configuration file could not be read (pytest will stop on it too, and say so).
+    """
+
+    inifile: Path | None = None
+    addopts: tuple[str, ...] = ()
+    env_addopts: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    unreadable: str | None = None
+
+    def blocks(self, plugin: str) -> str | None:
+        """Where `-p no:PLUGIN` is among its options (the ini file, PYTEST_ADDOPTS or args); None: nowhere."""
+        for where, words in (
+            (str(self.inifile), self.addopts),
+            ("PYTEST_ADDOPTS", self.env_addopts),
+            ("its args", self.args),
+        ):
+            if f"no:{plugin}" in _blocked(words):
+                return where
+        return None
+
+
+def own_options(package: Path, args: tuple[str, ...], env: Mapping[str, str]) -> OwnOptions:
+    """What pytest started in `package` with `args` and `env` will read as its options, before it runs."""
+    try:
+        found = locate_ini(package.resolve())
+    except PytestConfigError as e:
+        return OwnOptions(args=args, unreadable=str(e))
+    try:
+        env_words = tuple(shlex.split(env.get("PYTEST_ADDOPTS", "")))
+    except ValueError:
+        env_words = tuple(env.get("PYTEST_ADDOPTS", "").split())
+    if found is None:
+        return OwnOptions(env_addopts=env_words, args=args)
+    return OwnOptions(found[0], found[1].addopts, env_words, args)
+
+
+def _blocked(words: tuple[str, ...]) -> set[str]:
+    """The `no:NAME` values of `-p` in `words` (`-p no:NAME` or `-pno:NAME`, as pytest reads them early)."""
+    found = set()
+    for i, word in enumerate(words):
+        value = words[i + 1] if word == "-p" and i + 1 < len(words) else word[2:] if word.startswith("-p") else ""
+        if value.startswith("no:"):
+            found.add(value)
+    return found

@@ -5,9 +5,10 @@ worker, the rest over `workers` pytest-xdist workers. (xdist's own `loadgroup` s
 worker dies, so the split is ours.) Workers are spawned by execnet, never forked, and a dead
 worker is replaced so the rest of the package still runs.
 
-A package with `workers = 1` whose interpreter lacks pytest-xdist runs as plain pytest processes:
-when one dies under a test, the next starts without the tests already finished or died in, so
-the rest still runs and the dead one is named, as under xdist.
+A package with `workers = 1`, or whose own options disable xdist (`-p no:xdist`), runs as plain
+pytest processes, as `cd PACKAGE && python -m pytest` runs it: in-process, on the main thread,
+its options as they are. When one dies under a test, the next starts without the tests already
+finished or died in, so the rest still runs and the dead one is named, as under xdist.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from promote.config import PackageConfig
 from promote.core import state
 from promote.core.process import run_bounded
 from promote.core.redact import PACKAGE_ENV_NAMES
+from promote.runners.configuration import OwnOptions, own_options
 from promote.runners.plugin import progress
 from promote.runners.plugin.records import progress_path
 
@@ -56,6 +58,8 @@ class ProcessOutcome:
     # (test id, worker) of tests whose worker died under them, as the watcher saw it; None: not watched.
     crashed: tuple[tuple[str, str], ...] | None = None
     workers: int = 1  # the pytest-xdist workers it ran on (1: serially, in one process)
+    asked: int = 1  # the workers configured for the package
+    xdist_blocked: str | None = None  # where the package's own options say `-p no:xdist`, when they do
 
 
 def command(
@@ -110,6 +114,20 @@ def has_xdist(python: str) -> bool:
         return run_bounded([python, "-c", "import xdist"], timeout=60).ok
     except OSError:
         return False  # it cannot even start: pytest's own run says why
+
+
+def on_xdist(pkg: PackageConfig, own: OwnOptions) -> bool:
+    """Whether promote runs `pkg` over xdist workers: more than one configured, and its options leave xdist on."""
+    return pkg.workers > 1 and own.blocks("xdist") is None
+
+
+def serial_options(pkg: PackageConfig, python: str) -> tuple[str, ...]:
+    """The option that keeps one rerun in one process, whatever `-n` the package's own addopts give."""
+    # `-n 0` rather than `-p no:xdist`, which would make a `-n` in its addopts an error; none where xdist is absent
+    # or disabled by the package itself, where `-n` is no option at all.
+    if not has_xdist(python) or own_options(pkg.path, pkg.args, environment(pkg, python)).blocks("xdist"):
+        return ()
+    return ("--numprocesses=0",)
 
 
 def environment(pkg: PackageConfig, python: str) -> dict[str, str]:
@@ -201,9 +219,10 @@ class PackageRun:
         )  # fmt: skip
         self.env = environment(pkg, python)
         self.started = time.monotonic()
-        self.phases = [("all", pkg.workers)] if pkg.workers == 1 else [("parallel", pkg.workers), ("serial", 1)]
+        self.own = own_options(pkg.path, pkg.args, self.env)
         # More than one worker needs xdist: promote test refuses that before anything starts (runners.suite).
-        self.xdist = pkg.workers > 1 or has_xdist(python)
+        self.xdist = on_xdist(pkg, self.own)
+        self.phases = [("parallel", pkg.workers), ("serial", 1)] if self.xdist else [("all", 1)]
         self.stopped = False
         self.first = self._launch(*self.phases[0])
         self.current = self.first[0]
@@ -275,6 +294,8 @@ class PackageRun:
                 tuple(watch.timed_out),
                 watch.crashed(),
                 workers,
+                self.pkg.workers,
+                self.own.blocks("xdist"),
             )
             done.append(outcome)
         if on_progress is not None:

@@ -28,7 +28,7 @@ from promote.runners import leak_groups, requirements
 from promote.runners import package as runner
 from promote.runners.causes import hidden
 from promote.runners.causes.investigate import Budget, StepCallback, investigate
-from promote.runners.configuration import rootdir_of
+from promote.runners.configuration import own_options, rootdir_of
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.records import write_atomic
@@ -130,8 +130,9 @@ def select(config: Config, name: str | None) -> tuple[PackageConfig, ...]:
         here = station_of(config, p) is None
         if p.python and here and shutil.which(p.interpreter) is None:
             raise ConfigError(f"{config.path}: package {p.name!r}: python {p.python} is not an executable here")
-        # One worker runs as plain pytest where xdist is missing; more than one cannot.
-        if here and p.workers > 1 and not runner.has_xdist(p.interpreter):
+        # One worker runs as plain pytest; more than one needs xdist, unless the package's own options disable it.
+        own = own_options(p.path, p.args, runner.environment(p, p.interpreter)) if here and p.workers > 1 else None
+        if own is not None and runner.on_xdist(p, own) and not runner.has_xdist(p.interpreter):
             raise ConfigError(
                 f"{config.path}: package {p.name!r}: workers = {p.workers} needs pytest-xdist, which {p.interpreter} "
                 f"cannot import (install it: {p.interpreter} -m pip install pytest-xdist; or set workers = 1)"

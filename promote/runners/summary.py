@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from promote.core.findings import Finding, Location, Rootdir
-from promote.core.process import internal_error, telling_line
-from promote.core.vocab import COUNT_KEYS, is_red
+from promote.core.vocab import is_red
 from promote.runners.collection import collection_errors_of, uncollected
 from promote.runners.configuration import Configuration, chosen, locate, rebased
 from promote.runners.package import ProcessOutcome, Watch
+from promote.runners.package_findings import (
+    crash_finding,
+    process_finding,
+    stopped_finding,
+    timeout_finding,
+    unseen_finding,
+    without_xdist_finding,
+)
 from promote.runners.plugin import progress as progress_mod
 from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, read_all_results
+from promote.runners.plugin.stops import Stop, read_collected, read_stop
 from promote.runners.rerun_verdict import Verdict
-
-# The keys of a package in run.json that count tests, as to_json writes them.
-STORED_COUNTS = tuple(COUNT_KEYS.values())  # the --json contract's keys
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class PackageResult:
     rootdir: Rootdir | None = None  # where its node ids are rooted in the repository (None: outside one)
     configuration: Configuration | None = None  # the rootdir and ini file pytest chose (None: not read)
     deselected: tuple[str, ...] = ()  # collected and left out by its own options (-k, -m, --deselect): never run
+    unrun: tuple[str, ...] = ()  # collected to run and never started: pytest stopped first (--maxfail, -x, a death)
 
     def locate(self, nodeid: str, line: int | None = None) -> Location | None:
         """Where the file of one of its node ids is, relative to the repository root."""
@@ -142,6 +147,7 @@ class PackageResult:
             "blocked": self.blocked,
             "blocked_by": self.blocked_by,
             "crashed": self.crashed,
+            "not_run": len(self.unrun),
             "subtests": dict(self.subtests),
             "duration_s": round(self.duration_s, 3),
             "exit_status": self.exit_status,
@@ -196,93 +202,6 @@ def recovered(out_dir: Path, workers_with_results: set[str]) -> tuple[list[TestR
     return tests, findings
 
 
-def crash_finding(nodeid: str, worker: str, location: Location | None = None) -> Finding:
-    return Finding(
-        "worker-crash",
-        "error",
-        nodeid,
-        f"worker {worker} died while running {nodeid} (segfault, os._exit or a kill); "
-        "the rest of the package ran in a replacement worker",
-        cause=nodeid,
-        location=location,
-    )
-
-
-def timeout_finding(nodeid: str, limit: float | None, location: Location | None = None) -> Finding:
-    return Finding(
-        "timeout",
-        "error",
-        nodeid,
-        f"{nodeid} ran past timeout_s = {limit:g} s; its worker was killed and the test counted as failed",
-        cause=nodeid,
-        location=location,
-    )
-
-
-def process_finding(name: str, done: ProcessOutcome, ran_tests: bool, failures: bool = True) -> Finding | None:
-    """A pytest that could not run its part of the package, or ended as its records do not explain, says why.
-
-    `failures`: whether the part recorded a failure, an error or a crash (what a status 1 means).
-    """
-    if (
-        done.status == 0
-        or (done.status == 1 and failures)
-        or (done.status == 5 and (done.part == "serial" or ran_tests))
-    ):
-        return None
-    if done.status == 5:
-        return Finding("package-error", "error", name, f"no tests ran: pytest collected no tests (log: {done.log})")
-    why = log_complaint(done.log)
-    if done.status == 1:
-        ran = "" if ran_tests else " and ran no test"
-        message = f"pytest exited with status 1 but recorded no failure{ran}: {why} (log: {done.log})"
-        return Finding("package-error", "error", name, message)
-    return Finding("package-error", "error", name, f"pytest exited with status {done.status}: {why} (log: {done.log})")
-
-
-def log_complaint(log: Path) -> str:
-    """The line of a pytest log that says what went wrong: the last exception or error it printed."""
-    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-    internal = internal_error(text)
-    if internal:
-        return f"INTERNALERROR {internal}"
-    # Not its traceback frames: an interpreter without pytest says only "No module named pytest".
-    return telling_line(text, starts=("E ", "ERROR", "error:"), contains=("Error",)) or "no output"
-
-
-def unseen_finding(name: str, out_dir: Path, findings: list[Finding], status: int) -> list[Finding]:
-    """`findings` with a package-error saying that no test ran (and how many the previous run ran)."""
-    before = previous_total(out_dir)
-    note = f"; the previous run ({before[0]}) ran {before[1]} test(s)" if before else ""
-    mine = next((f for f in findings if f.check == "package-error" and f.subject == name), None)
-    if mine is None:
-        message = f"no test ran: pytest exited with status {status} and recorded nothing{note}"
-        return [*findings, Finding("package-error", "error", name, message)]
-    if not note or status not in range(6):
-        # Beyond pytest's own statuses, the station's report (promote.runners.remote.faults) replaces this one.
-        return findings
-    return [replace(f, message=f.message + note) if f is mine else f for f in findings]
-
-
-def previous_total(out_dir: Path, look_back: int = 50) -> tuple[str, int] | None:
-    """(run id, tests counted) of the newest earlier run of this package that ran any test."""
-    run = out_dir.parent
-    try:
-        earlier = sorted((d for d in run.parent.iterdir() if d.name < run.name), reverse=True)[:look_back]
-    except OSError:
-        return None
-    for d in earlier:
-        try:
-            stored = json.loads((d / "run.json").read_text(encoding="utf-8"))
-            pkg = next(p for p in stored["packages"] if p["name"] == out_dir.name)
-            total = sum(int(pkg.get(k, 0)) for k in STORED_COUNTS)
-        except (OSError, ValueError, KeyError, TypeError, StopIteration):
-            continue
-        if total:
-            return d.name, total
-    return None
-
-
 @dataclass(frozen=True)
 class _PartsRead:
     """What the records of every part of one package's run say, before they are counted."""
@@ -294,14 +213,18 @@ class _PartsRead:
     failing: list[bool]  # per part: whether its records explain a status 1
     workers: list[WorkerResults]
     configuration: Configuration
+    collected: list[str]  # every id a process of any part set out to run
+    stops: list[Stop]  # why a part's pytest stopped early, for each part that did
 
 
 def _read_parts(parts: list[ProcessOutcome], package: Rootdir | None) -> _PartsRead:
     per_part = [read_all_results(done.out_dir) for done in parts]
-    read = _PartsRead([], [], [], set(), [], [], chosen(package, [w for workers in per_part for w in workers]))
+    read = _PartsRead([], [], [], set(), [], [], chosen(package, [w for workers in per_part for w in workers]), [], [])
     rootdir = read.configuration.rootdir
     for done, workers in zip(parts, per_part, strict=True):
         read.workers.extend(workers)
+        read.collected.extend(read_collected(done.out_dir))
+        read.stops.extend(stop for stop in [read_stop(done.out_dir)] if stop is not None)
         saved_tests, saved_findings = recovered(done.out_dir, {w.worker for w in workers})
         part_tests = [t for w in workers for t in w.tests] + saved_tests
         finished = {t.nodeid for t in part_tests}
@@ -339,11 +262,10 @@ def summarize(
     findings += [crash_finding(n, w, locate(rootdir, n)) for n, w in crashed]
     findings += [timeout_finding(n, timeout_s, locate(rootdir, n)) for n in sorted(timed_out)]
     ran = bool(tests or lost)
-    findings += [
-        f
-        for done, bad in zip(parts, read.failing, strict=True)
-        if (f := process_finding(name, done, ran, bad)) is not None
-    ]
+    findings += _process_findings(name, parts, read.failing, ran)
+    deselected = _deselected(every, tests)
+    unrun, stopped = _stopped(name, parts, read, {t.nodeid for t in tests} | {n for n, _ in lost} | set(deselected))
+    findings += stopped
     if not ran:
         # Nothing unseen is a pass: a package that recorded no test is not green, whatever pytest's status.
         findings = unseen_finding(name, out_dir, findings, max(done.status for done in parts))
@@ -372,8 +294,25 @@ def summarize(
         workers=parts[0].workers,
         rootdir=rootdir,
         configuration=read.configuration,
-        deselected=_deselected(every, tests),
+        deselected=deselected,
+        unrun=unrun,
     )
+
+
+def _process_findings(name: str, parts: list[ProcessOutcome], failing: list[bool], ran: bool) -> list[Finding]:
+    """What each pytest process's end says that its records do not, and a package run without its xdist."""
+    found = [f for done, bad in zip(parts, failing, strict=True) if (f := process_finding(name, done, ran, bad))]
+    return found + [f for f in [without_xdist_finding(name, parts[0])] if f is not None]
+
+
+def _stopped(
+    name: str, parts: list[ProcessOutcome], read: _PartsRead, started: set[str]
+) -> tuple[tuple[str, ...], list[Finding]]:
+    """The tests collected and never started (pytest stopped first: its own --maxfail or -x, a death it could not
+    go past), and the finding that says so."""
+    collected = list(dict.fromkeys(read.collected))
+    unrun = tuple(n for n in collected if n not in started)
+    return unrun, [stopped_finding(name, len(unrun), len(collected), read.stops, parts)] if unrun else []
 
 
 def _deselected(workers: list[WorkerResults], tests: list[TestRecord]) -> tuple[str, ...]:

@@ -5,6 +5,29 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+# Two tests that kill their process (os._exit, SIGKILL) among ones that pass, fail and leak an environment variable.
+CRASHING_SUITE = """
+    import os
+
+    def test_1():
+        pass
+
+    def test_2_dies():
+        os._exit(3)
+
+    def test_3():
+        pass
+
+    def test_4_fails():
+        assert 1 == 2
+
+    def test_5_killed():
+        os.kill(os.getpid(), 9)
+
+    def test_6_leaks():
+        os.environ["LEAKED_BY_TEST_6"] = "1"
+"""
+
 
 def write_package(root: Path, name: str, files: dict[str, str]) -> Path:
     """A package directory with the given test files (dedented)."""

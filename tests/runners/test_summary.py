@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from promote.runners.summary import STORED_COUNTS, PackageResult, previous_total
+from promote.runners.package_findings import STORED_COUNTS, previous_total
+from promote.runners.summary import PackageResult
 
 
 def _stored(runs: Path, run_id: str, **counts: int) -> None:

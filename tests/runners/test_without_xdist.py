@@ -10,31 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import run
+from tests.helpers.packages import CRASHING_SUITE as TESTS
 from tests.helpers.packages import write_package
 
 pytestmark = pytest.mark.slow
-
-TESTS = """
-    import os
-
-    def test_1():
-        pass
-
-    def test_2_dies():
-        os._exit(3)
-
-    def test_3():
-        pass
-
-    def test_4_fails():
-        assert 1 == 2
-
-    def test_5_killed():
-        os.kill(os.getpid(), 9)
-
-    def test_6_leaks():
-        os.environ["LEAKED_BY_TEST_6"] = "1"
-"""
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from promote.core.errors import PromoteError
 from promote.core.policies import OFF
 from promote.core.process import telling_line
 from promote.core.vocab import is_red
-from promote.runners.package import PLUGIN, POLL_S, Watch, environment, has_xdist
+from promote.runners.package import PLUGIN, POLL_S, Watch, environment, serial_options
 from promote.runners.plugin.progress import unfinished
 from promote.runners.plugin.records import TestRecord, progress_path, read_all_results, read_results, results_path
 from promote.runners.plugin.side_by_side import read_marker
@@ -161,9 +161,8 @@ class Rerunner:
         """
         cmd = [
             self.python, "-m", "pytest", "-p", "no:promote", "-p", PLUGIN,
-            # One process, serial, and leaks left in place: otherwise the polluter could not pollute. With
-            # xdist, `-n 0` rather than `-p no:xdist`, which would make a `-n` in the package's addopts an error.
-            *(("--numprocesses=0",) if has_xdist(self.python) else ()), "-p", "no:cacheprovider", "-q",
+            # One process, serial, and leaks left in place: otherwise the polluter could not pollute.
+            *serial_options(self.pkg, self.python), "-p", "no:cacheprovider", "-q",
             # A module elsewhere that fails to import must not stop the tests asked for.
             "--continue-on-collection-errors",
             *options, *self.pkg.args,

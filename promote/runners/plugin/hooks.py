@@ -19,7 +19,7 @@ import pytest
 from promote.core.policies import LEAK_POLICIES, REPORT
 from promote.core.station import Station, read_station
 from promote.runners.plugin.items import OWN_DESELECTED, REQUIREMENTS, SERIAL_LEFT, note_raised_at, requirements_of
-from promote.runners.plugin.shown_ids import SHOWN, shown_ids
+from promote.runners.plugin.shown_ids import SHOWN, shown_id, shown_ids
 
 RECORDER = "promote-recorder"
 STATION = pytest.StashKey[Station]()
@@ -227,6 +227,29 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if nodeid in modules else None
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    out, worker = session.config.getoption("promote_out", default=None), worker_id(session.config)
+    if out is not None and worker is not None:
+        from promote.runners.plugin.stops import write_collected
+
+        # After every selection, promote's and the package's: what this process set out to run.
+        write_collected(Path(out), worker, [shown_id(session.config, item.nodeid) for item in session.items])
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    out = session.config.getoption("promote_out", default=None)
+    # pytest's own stop (--maxfail, -x) in this process; under xdist the controller's, which counts every worker's.
+    dsession = session.config.pluginmanager.getplugin("dsession")
+    reason = session.shouldfail or session.shouldstop or getattr(dsession, "shouldstop", False)
+    if out is not None and reason:
+        from promote.runners.plugin.stops import write_stop
+
+        maxfail = int(session.config.getoption("maxfail", default=0) or 0)
+        write_stop(Path(out), worker_id(session.config) or "controller", str(reason), maxfail)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> bool | None:
     """With --promote-side-by-side, each selection runs in a forked child of its own (side_by_side)."""
@@ -245,9 +268,24 @@ def _deselect(config: pytest.Config, items: list[pytest.Item]) -> None:
     config.hook.pytest_deselected(items=items)
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> Generator[None, None, None]:
+    """promote's own selection, made after every other plugin has ordered and selected the items.
+
+    A plugin of the package's that reorders (its `-p` in addopts, a conftest) has then given the suite's own
+    order, which `--promote-until` cuts; and `--promote-select` fixes the order a rerun or bisection asks for,
+    which that plugin can no longer change.
+    """
     # Before any selection: ids that redact alike are numbered over the whole collection, as every worker sees it.
     config.stash[SHOWN] = shown_ids([item.nodeid for item in items])
+    result = yield
+    _select(session, config, items)
+    return result
+
+
+def _select(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     side = config.getoption("promote_side_by_side", default=None)
     if side:
         from promote.runners.plugin import side_by_side

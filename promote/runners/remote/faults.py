@@ -9,9 +9,10 @@ from promote.core.findings import Finding
 from promote.core.process import telling_line
 from promote.core.redact import redact
 from promote.runners.package import ProcessOutcome
+from promote.runners.package_findings import process_finding
 from promote.runners.plugin import progress
 from promote.runners.remote.sync import Workspace
-from promote.runners.summary import PackageResult, process_finding
+from promote.runners.summary import PackageResult
 
 CHECK = "station-error"
 # What ssh prints when it loses a session that had been running.
