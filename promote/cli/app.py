@@ -171,7 +171,7 @@ class LiveProgress:
         elif step.action == "unrestored":
             line = f"running {step.before} test(s) from {test} on again, nothing restored {step.k}/{step.n}"
         else:
-            side = f", {step.side} processes side by side" if step.side > 1 else ""
+            side = f", {step.side} selections" if step.side > 1 else ""
             line = f"bisecting {test}: rerun {step.k}/~{step.n}, after up to {step.before} test(s){side}"
         with self.lock:
             if self.live:

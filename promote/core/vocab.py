@@ -174,4 +174,3 @@ Stored = Literal["records", "history", "pages", "statements"]
 PushStatus = Literal["pushed", "refused"]
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
-

@@ -14,13 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from promote.core.bounded_json import INT_RANGE, JsonRejected
-
-INT_MAX, INT_MIN = INT_RANGE - 1, -INT_RANGE + 1
 from promote.evidence.docs_page import read_page
 from promote.evidence.history import DB_NAME, History, HistoryError, StoredRun, TestOutcome, store
 from tests.evidence.test_docs_history_robust import page
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+INT_MAX, INT_MIN = INT_RANGE - 1, -INT_RANGE + 1
 SCALARS = st.none() | st.booleans() | st.integers(INT_MIN, INT_MAX) | st.floats(allow_nan=False) | st.text()
 VALUES = st.recursive(
     SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3), max_leaves=12

@@ -1,8 +1,8 @@
-"""Find every earlier test that makes a test fail: split the tests before it, both halves side by side, then confirm.
+"""Find every earlier test that makes a test fail: split the tests before it, both halves in one rerun, then confirm.
 
 The oracle runs selections (`subset + [victim]`, each in a fresh process) and says, for each, whether the victim
 failed. One request is one pytest call when the plugin can fork the selections from one collected session (see
-promote/runners/plugin/side_by_side.py); otherwise each selection is a call of its own, and the calls are counted.
+promote/runners/plugin/forked.py); otherwise each selection is a call of its own, and the calls are counted.
 
 How sure a named polluter is. Think of a race: a victim that fails half the time after any test at all, each
 process on its own, and never alone. Each observation of it is then a coin, and the confirmation stops once the
@@ -23,7 +23,7 @@ from promote.core.vocab import NOT_REPRODUCED as NOT_REPRODUCED
 from promote.core.vocab import ORDER_DEPENDENT as ORDER_DEPENDENT
 from promote.core.vocab import UNDECIDED as UNDECIDED
 from promote.core.vocab import RerunVerdict
-from promote.runners.plugin.side_by_side import NOOP_ID
+from promote.runners.plugin.forked import NOOP_ID
 from promote.runners.rerun_verdict import Verdict as Verdict
 
 Selection = tuple[str, ...]
@@ -75,7 +75,7 @@ class Oracle:
         self.results: dict[Selection, list[bool]] = {}
 
     def observe(self, selections: Sequence[Sequence[str]]) -> list[bool]:
-        """Each selection afresh (side by side); raises `Noisy` once a selection has both failed and passed."""
+        """Each selection afresh, each in a process of its own; `Noisy` once a selection has both failed and passed."""
         if self.used >= self.budget:
             raise BudgetExhausted
         keys = [tuple(s) for s in selections]
@@ -157,7 +157,7 @@ class Search:
 
 
 def _split(oracle: Oracle, prefix: Sequence[str]) -> Search:
-    """Halve every group known to fail, all halves side by side in one request, until single tests are left."""
+    """Halve every group known to fail, all halves in one request, until single tests are left."""
     groups: list[Selection] = [tuple(prefix)]
     singles: list[str] = []
     together: Selection | None = None
@@ -207,7 +207,7 @@ def _minimize(oracle: Oracle, candidates: list[str], fixed: list[str], order: di
 
 
 def _confirm(oracle: Oracle, suspects: Sequence[Selection], known_bits: int) -> bool:
-    """Each suspect selection and promote's no-op test afresh, side by side, as many times as the bound asks.
+    """Each suspect selection and promote's no-op test afresh, in one request, as many times as the bound asks.
 
     True when every suspect failed again each time and the no-op test passed each time; a selection that did
     both raises `Noisy`. A victim that fails after the no-op test as well fails after any test: False.
@@ -274,7 +274,7 @@ def _classify(
         return verdict(FLAKY, detail="failed in the run with no test before it; passes alone")
     if not observed and not oracle.fails(prefix):
         return verdict(NOT_REPRODUCED, detail="passes alone and after the tests that ran before it")
-    # step 2: split, both halves side by side, following every half that fails.
+    # step 2: split, both halves in one request, following every half that fails.
     found = _split(oracle, prefix)
     if oracle.results.get(NOOP) == [True]:
         # It failed after promote's no-op test, which changes nothing: confirmed on that control alone (a mixed

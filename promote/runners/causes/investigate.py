@@ -153,8 +153,8 @@ class Step:
     test: str
     k: int
     n: int
-    before: int = 0  # how many tests run ahead of it in this rerun (the most, of the selections side by side)
-    side: int = 1  # selections run side by side in this rerun, each in its own process
+    before: int = 0  # how many tests run ahead of it in this rerun (the most, of the selections it runs)
+    side: int = 1  # selections this rerun runs, each in a process of its own
 
 
 StepCallback = Callable[[Step], None]

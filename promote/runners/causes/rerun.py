@@ -21,9 +21,9 @@ from promote.core.policies import OFF
 from promote.core.process import telling_line
 from promote.core.vocab import is_red
 from promote.runners.package import PLUGIN, POLL_S, Watch, environment, serial_options
+from promote.runners.plugin.forked import read_marker
 from promote.runners.plugin.progress import unfinished
 from promote.runners.plugin.records import TestRecord, progress_path, read_all_results, read_results, results_path
-from promote.runners.plugin.side_by_side import read_marker
 
 # Start-up and collection of a rerun, on top of `timeout_s` for each test it runs.
 START_SLACK_S = 60.0
@@ -237,14 +237,14 @@ class Rerunner:
     ) -> tuple[list[Seen], int]:
         """Each selection then `victim`, each in a fresh process; what each showed, and the pytest calls it took.
 
-        One call when the plugin may fork the selections from one collected session (side by side on the free
-        cores); where it may not, the first runs in that call and each other one in a call of its own.
+        One call when the plugin may fork the selections from one collected session (one after another); where it
+        may not, the first runs in that call and each other one in a call of its own.
         """
         out_dir = self._next_dir()
         chosen = [[*s, victim] for s in selections]
         with _own_files():
             path = state.write_private(out_dir / "selections.json", json.dumps(chosen))
-        options = [f"--promote-side-by-side={path}"]
+        options = [f"--promote-selections={path}"]
         if ignore:
             with _own_files():
                 ignored = state.write_private(out_dir / "ignore.txt", "".join(f"{m}\n" for m in ignore))

@@ -102,7 +102,7 @@ def _add_selection_options(group: pytest.OptionGroup) -> None:
         help="run exactly the test ids listed in FILE (one per line), in that order",
     )
     group.addoption(
-        "--promote-side-by-side",
+        "--promote-selections",
         metavar="FILE",
         default=None,
         help="run each selection in FILE (a JSON list of lists of test ids) in a process of its own, forked after "
@@ -252,13 +252,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> bool | None:
-    """With --promote-side-by-side, each selection runs in a forked child of its own (side_by_side)."""
+    """With --promote-selections, each selection runs in a child of its own, forked after collection (forked)."""
     recorder = session.config.pluginmanager.get_plugin(RECORDER)
-    if session.config.getoption("promote_side_by_side", default=None) is None or recorder is None:
+    if session.config.getoption("promote_selections", default=None) is None or recorder is None:
         return None
-    from promote.runners.plugin import side_by_side
+    from promote.runners.plugin import forked
 
-    side_by_side.run_selections(session, recorder.out_dir, recorder)
+    forked.run_selections(session, recorder.out_dir, recorder)
     return True
 
 
@@ -286,11 +286,11 @@ def pytest_collection_modifyitems(
 
 
 def _select(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    side = config.getoption("promote_side_by_side", default=None)
+    side = config.getoption("promote_selections", default=None)
     if side:
-        from promote.runners.plugin import side_by_side
+        from promote.runners.plugin import forked
 
-        chosen = side_by_side.choose(session, items, side_by_side.read_selections(Path(side)))
+        chosen = forked.choose(session, items, forked.read_selections(Path(side)))
         kept = set(map(id, chosen))
         _deselect(config, [item for item in items if id(item) not in kept])
         items[:] = chosen

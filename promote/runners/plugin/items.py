@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from types import CodeType
@@ -77,3 +78,13 @@ def _qualname(code: CodeType, f_locals: Mapping[str, object]) -> str:
         name = getattr(owner, "__qualname__", "NoneType")
         qualname = code.co_name if name == "NoneType" else f"{name}.{code.co_name}"
     return str(qualname).replace(".<locals>.", ".").replace(".", "::")
+
+
+def chosen_configuration(config: pytest.Config) -> dict[str, str | None]:
+    """The rootdir and ini file pytest chose, relative to where it was started (as `cd DIR && pytest` shows)."""
+    here = config.invocation_params.dir
+    inipath = config.inipath
+    return {
+        "rootdir": os.path.relpath(config.rootpath, here),
+        "inifile": None if inipath is None else os.path.relpath(inipath, here),
+    }

@@ -23,6 +23,7 @@ from promote.runners.plugin.items import (
     RAISED_AT,
     REQUIREMENTS,
     SERIAL_LEFT,
+    chosen_configuration,
     failing_fixture,
     note_raised_at,
 )
@@ -73,16 +74,6 @@ class _Running:
     fixture: str | None = None
 
 
-def chosen_configuration(config: pytest.Config) -> dict[str, str | None]:
-    """The rootdir and ini file pytest chose, relative to where it was started (as `cd DIR && pytest` shows)."""
-    here = config.invocation_params.dir
-    inipath = config.inipath
-    return {
-        "rootdir": os.path.relpath(config.rootpath, here),
-        "inifile": None if inipath is None else os.path.relpath(inipath, here),
-    }
-
-
 class Recorder:
     """Registered as a plugin only when `--promote-out` is given, in each process that runs tests."""
 
@@ -127,7 +118,7 @@ class Recorder:
 
     def become(self, worker: str) -> None:
         """Record from here on as `worker`, from no test yet: a child forked to run one selection of its own."""
-        self.progress.detach()
+        self.progress.detach()  # the parent's log stays the parent's
         self.worker, self.progress = worker, ProgressLog(self.out_dir, worker)
         self.records, self.findings, self.leaked, self.flushed, self.index = [], [], [], 0, 0
 

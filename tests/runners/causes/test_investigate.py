@@ -60,7 +60,7 @@ def test_polluter_37_is_named_as_the_cause_of_180_within_log2_plus_2_reruns(tmp_
     assert shown in found[0]["message"], found[0]["message"]
     [verdict] = report["packages"][0]["reruns"]
     assert verdict["verdict"] == "order-dependent"
-    # Alone, one call per split (both halves side by side), one call to confirm.
+    # Alone, one call per split (both halves in one), one call to confirm.
     assert verdict["reruns"] <= math.ceil(math.log2(180)) + 2
     # Every rerun is a real pytest process with its own directory.
     reruns = list((tmp_path / ".promote" / "runs" / report["run"] / "pkg" / "reruns").glob("rerun-*"))

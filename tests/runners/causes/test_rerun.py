@@ -71,7 +71,7 @@ def test_a_victim_that_cannot_run_in_a_rerun_says_why_in_one_line(tmp_path: Path
     victim_file = """\
         import sys
 
-        if any(a.startswith(("--promote-select=", "--promote-side-by-side=")) for a in sys.argv):
+        if any(a.startswith(("--promote-select=", "--promote-selections=")) for a in sys.argv):
             raise ImportError("the fixture server is gone")
 
         def test_victim():
@@ -148,7 +148,7 @@ def test_several_victims_are_rerun_alone_at_the_same_time(tmp_path: Path) -> Non
         import pathlib, sys, time
 
         def meet(name):
-            if not any(a.startswith(("--promote-select=", "--promote-side-by-side=")) for a in sys.argv):
+            if not any(a.startswith(("--promote-select=", "--promote-selections=")) for a in sys.argv):
                 return
             here = pathlib.Path({str(meet)!r})
             (here / f"started-{{name}}").touch()

@@ -3,13 +3,14 @@
 A cause is found by asking, again and again, whether a test fails after some earlier tests in a fresh process.
 Every rerun imports and collects the whole package first (that is part of the order), so most of a rerun is that
 start-up. Here it is paid once: the session collects, then forks one child per selection, and each child runs its
-selection in order from exactly the state a fresh process has after collecting. The children run side by side on
-the free cores, each with its own records (`results-s<i>.json`, `progress-s<i>.jsonl`, `fatal-s<i>.log`), and
-`side-by-side.json` says how each ended (its exit status or the signal that killed it).
+selection in order from exactly the state a fresh process has after collecting, with its own records
+(`results-s<i>.json`, `progress-s<i>.jsonl`, `fatal-s<i>.log`); `forked.json` says how each ended (its exit
+status or the signal that killed it). The children run one after another, never at once: tests that share a file,
+a port or a server would otherwise fail for each other, and two repeats of a racy test would not be independent.
 
 Forking is refused where it is not safe: off Linux (macOS forbids fork without exec once system frameworks such as
 Metal are loaded) and when another thread runs (the child would have only the forking thread, and a lock another
-thread held stays held). Then this process runs only the first selection, and `side-by-side.json` says why, so the
+thread held stays held). Then this process runs only the first selection, and `forked.json` says why, so the
 runner starts each of the others as a process of its own.
 """
 
@@ -29,7 +30,7 @@ SELECTIONS: pytest.StashKey[list[list[str]]] = pytest.StashKey()
 NOOP_NAME = "promote-no-op"
 # The node id pytest gives an item whose parent is the session (whose own id is empty).
 NOOP_ID = f"::{NOOP_NAME}"
-MARKER = "side-by-side.json"
+MARKER = "forked.json"
 
 
 class NoOp(pytest.Item):
@@ -83,11 +84,10 @@ def run_selections(session: pytest.Session, out_dir: Path, recorder: Any) -> Non
         return
     # Said before any child starts: a rerun killed at its timeout still tells how its selections ran.
     _write_marker(out_dir, {"forked": True})
-    slots = max(1, os.cpu_count() or 1)
     running: dict[int, int] = {}
     ended: dict[int, dict[str, int | None]] = {}
     for i, items in enumerate(chosen):
-        while len(running) >= slots:
+        while running:
             _reap(running, ended)
         sys.stdout.flush()
         sys.stderr.flush()
