@@ -47,10 +47,17 @@ def drift_line(d: Drift | DriftUndecided) -> str:
     assert_never(d.status)
 
 
+# Longest `(cause: ...)` shown beside a finding on the terminal.
+CAUSE_SHOWN = 200
+
+
 def findings_lines(findings: Sequence[Finding]) -> list[str]:
     lines = []
     for f in findings:
         cause = f" (cause: {f.cause})" if f.cause else ""
+        if len(cause) > CAUSE_SHOWN:
+            # Twenty polluters' ids would bury the line: the message names the first, --json each of them.
+            cause = " (cause: the tests it names; --json lists each)"
         severity = mark(f.severity, SEVERITY_TONES[f.severity], width=7)
         lines.append(f"  {severity} {f.check}  {f.subject}: {f.message}{cause}")
     return lines

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -10,6 +11,9 @@ from promote.cli.app import Context, LiveProgress, command_line, emit, hold_lock
 from promote.cli.ci_formats import check_junitxml, format_option, junitxml_option, write_junitxml
 from promote.core.errors import EXIT_BLOCKED, EXIT_OK, EXIT_UNDECIDED, UsageError
 from promote.core.vocab import RerunVerdict
+
+if TYPE_CHECKING:
+    from promote.runners.rerun_verdict import Verdict
 
 # `promote bisect`: a problem found exits 1, nothing to find 0, no answer 3.
 BISECT_EXIT: dict[RerunVerdict, int] = {
@@ -114,11 +118,24 @@ def bisect_command(obj: Context, test_id: str, package: str | None, as_json: boo
         "detail": verdict.detail,
         "finding": finding.to_json() if finding else None,
     }
-    cause = f": caused by {', '.join(verdict.polluters)}" if verdict.polluters else ""
+    emit(data, bisect_text(test_id, verdict, invocations), as_json=as_json)
+    sys.exit(BISECT_EXIT[verdict.kind])
+
+
+def bisect_text(test_id: str, verdict: Verdict, invocations: int) -> str:
+    """One line, and below it one line per polluter when there are more than three."""
+    named = list(verdict.polluters)
+    if len(named) > 3:
+        cause = f": caused by {'each of these' if verdict.each else 'these, together,'} {len(named)} tests"
+    elif len(named) > 1:
+        cause = f": caused by {'each of' if verdict.each else 'together:'} {', '.join(named)}"
+    else:
+        cause = f": caused by {named[0]}" if named else ""
     detail = f" ({verdict.detail})" if verdict.detail else ""
     text = f"{test_id}: {verdict.kind}{cause}{detail}; {verdict.reruns} reruns, {invocations} pytest runs"
-    emit(data, text, as_json=as_json)
-    sys.exit(BISECT_EXIT[verdict.kind])
+    from promote.cli.terminal import joined
+
+    return joined([text, *(f"  {p}" for p in named)] if len(named) > 3 else [text])
 
 
 @click.command("stations")

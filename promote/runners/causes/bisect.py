@@ -306,6 +306,11 @@ def _classify(
 
 
 def _detail(oracle: Oracle, suspects: Sequence[Selection], more: bool) -> str:
-    shown = ", ".join(oracle.counts(s) for s in suspects)
+    counts = [oracle.results.get(s, []) for s in suspects]
+    if len(suspects) > 3 and all(c == counts[0] for c in counts):
+        # Many polluters seen alike: one count for all, rather than each test's id again.
+        shown = f"{sum(counts[0])} of {len(counts[0])} after each of them"
+    else:
+        shown = ", ".join(oracle.counts(s) for s in suspects)
     tail = f"; more than {MOST_GROUPS} groups failed, so some polluters may be unnamed" if more else ""
     return f"{shown}, {oracle.counts([])}, {oracle.counts(NOOP)}{tail}"

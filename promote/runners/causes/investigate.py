@@ -131,8 +131,10 @@ def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding], location: Locat
     return None
 
 
-def _listed(names: Sequence[str]) -> str:
-    """`A, B and C`."""
+def _listed(names: Sequence[str], most: int = 5) -> str:
+    """`A, B and C`; past `most`, the first three and how many more (the finding's cause lists them all)."""
+    if len(names) > most:
+        return f"{', '.join(names[:3])} and {len(names) - 3} more"
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 

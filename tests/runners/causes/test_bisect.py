@@ -210,3 +210,10 @@ def test_a_short_prefix_is_confirmed_on_more_repeats_to_reach_the_bound() -> Non
     # No split told anything: the polluter and the no-op test are repeated until 2**-7 is reached.
     assert calls.count(("t000",)) + calls.count(NOOP) >= CONFIDENCE_BITS
     assert verdict.reruns == 2
+
+
+def test_many_polluters_seen_alike_are_counted_once_not_each_again() -> None:
+    polluters = [f"t{i:03d}" for i in range(0, 40, 4)]
+    verdict = classify("t040", TESTS[:40], forked(after_any_of(*polluters)), budget=50)
+    assert (verdict.kind, verdict.polluters) == (ORDER_DEPENDENT, tuple(polluters))
+    assert verdict.detail == "3 of 3 after each of them, 0 of 1 alone, 0 of 3 after promote's no-op test"
