@@ -7,7 +7,7 @@ from promote.runners.rerun_verdict import Verdict
 
 
 def test_many_polluters_each_get_a_line_of_their_own_and_a_newline_in_an_id_starts_none() -> None:
-    named = tuple(f"t.py::test_{i}" for i in range(5)) + ("t.py::test_x\n::error::forged",)
+    named = (*(f"t.py::test_{i}" for i in range(5)), "t.py::test_x\n::error::forged")
     text = bisect_text(
         "t.py::v", Verdict("t.py::v", "order-dependent", named, 9, "3 of 3 after each of them", each=True), 9
     )
