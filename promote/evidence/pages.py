@@ -57,8 +57,10 @@ def _line(f: Finding, others: list[Finding]) -> dict[str, Any]:
     """One finding as one line: the cause only when it is not the subject, another finding's message not repeated."""
     message = f.message
     for other in others:
-        # e.g. an order-dependent finding quoting the polluter's leaked-state message word for word
-        if other is not f and len(other.message) >= 30 and other.message in message and other.message != message:
+        # e.g. an order-dependent finding quoting the polluter's leaked-state message word for word. Only a finding
+        # about this one's cause: another test that needs the same thing is no reason for this one not to say it.
+        about_cause = bool(f.cause) and other.subject != f.subject and other.subject in (f.cause or "")
+        if about_cause and len(other.message) >= 30 and other.message in message and other.message != message:
             message = message.replace(other.message, f"see {other.check} for {other.subject}")
     if message.startswith(f"{f.subject}: "):
         message = message[len(f.subject) + 2 :]

@@ -128,6 +128,9 @@ def test_the_rendered_page_says_what_was_meant_and_hostile_text_stays_text() -> 
     assert "<td><strong>FAIL</strong></td>" in rows[0] and rows[0].count(". ") <= 3
 
 
+NEVER = "no station in the fleet has it, so it can never run"
+
+
 def test_findings_are_one_line_each_grouped_by_check_cause_only_when_it_differs() -> None:
     leak = "changed global state and did not put it back: os.environ[X]: <unset> -> '1'"
     findings = [
@@ -142,6 +145,13 @@ def test_findings_are_one_line_each_grouped_by_check_cause_only_when_it_differs(
         Finding("undocumented-feature", "error", "A", "mentioned by none of the 3 page(s)"),
         Finding("undocumented-feature", "error", "B", "mentioned by none of the 3 page(s)"),
         Finding("ci-filtered", "error", "ci.yml: job test", "no CI job runs it", cause="--ignore=tests/x.py"),
+        # Two tests of two packages that need the same thing: each says so itself, neither points at the other.
+        Finding(
+            "impossible-requirement", "error", "a/t.py::one", f"needs checkpoint:big: {NEVER}", cause="a/t.py::one"
+        ),
+        Finding(
+            "impossible-requirement", "error", "b/t.py::two", f"needs checkpoint:big: {NEVER}", cause="b/t.py::two"
+        ),
     ]
     doc = document(findings=findings)
     keys = ("severity", "subjects", "cause", "message")
@@ -158,9 +168,11 @@ def test_findings_are_one_line_each_grouped_by_check_cause_only_when_it_differs(
         {"severity": "error", "subjects": ["A", "B"], "cause": None, "message": "mentioned by none of the 3 page(s)"}
     ]
     assert lines["ci-filtered"][0]["cause"] == "--ignore=tests/x.py"
+    assert [line["message"] for line in lines["impossible-requirement"]] == [f"needs checkpoint:big: {NEVER}"]
+    assert lines["impossible-requirement"][0]["subjects"] == ["a/t.py::one", "b/t.py::two"]
     page = render_pages.markdown(doc)
     items = [line for line in page.splitlines() if line.startswith("- **")]
-    assert len(items) == 4
+    assert len(items) == 5
     assert "- **error** `A`, `B`: mentioned by none of the 3 page(s)" in items
     assert "- **error** `ci.yml: job test`: no CI job runs it (cause: `--ignore=tests/x.py`)" in items
     jsonschema.validate(doc, evidence.schema())
