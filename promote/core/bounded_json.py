@@ -14,13 +14,14 @@ import math
 import re
 from itertools import accumulate
 from pathlib import Path
-from typing import TypeAlias, cast
+from typing import Dict, List, Union, cast  # noqa: UP035
 
 from promote.core.vocab import JsonFault
 
-# The values JSON can hold, as `json` gives them.
-Json: TypeAlias = bool | int | float | str | list["Json"] | dict[str, "Json"] | None
-JsonObject = dict[str, Json]
+# The values JSON can hold, as `json` gives them. Spelled with `Union` and `Dict`: the pytest plugin imports this
+# module (through core.station) in the tested interpreter, which may be Python 3.9.
+Json = Union[bool, int, float, str, List["Json"], Dict[str, "Json"], None]  # noqa: UP006, UP007
+JsonObject = Dict[str, Json]  # noqa: UP006
 
 MAX_DEPTH = 64  # a tool's output nests a few levels; deeper is no output of a tool but an attack
 MAX_BYTES = 64 * 1024 * 1024  # one document, or one file of lines
