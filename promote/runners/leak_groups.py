@@ -106,7 +106,11 @@ def _finding(leaks: list[LeakRecord], victims: dict[str, list[str]], unknown: st
     severity: Severity = leak_severity(first)
     if failed:
         severity = "error"
-        after = folded([v if len(tests) == 1 else f"{v} (after {t})" for v, t in failed])
+        # Each victim once, with every test of the group it fails after (several may each make it fail).
+        by_victim: dict[str, list[str]] = {}
+        for v, t in failed:
+            by_victim.setdefault(v, []).append(t)
+        after = folded([v if len(tests) == 1 else f"{v} (after {', '.join(ts)})" for v, ts in by_victim.items()])
         message += f"; later tests failed because of it (order-dependent): {after}"
     elif unknown is not None:
         message += f"; whether a later test failed because of it is {unknown}"

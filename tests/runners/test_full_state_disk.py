@@ -23,7 +23,7 @@ from tests.helpers.tmpfs import fill, mounted
 
 @pytest.fixture
 def work(tmp_path: Path) -> Iterator[Path]:
-    """A repository with one package (a pass and a failure, so a rerun runs), `.promote/` a 200 KiB tmpfs."""
+    """A repository with one package (a pass and a failure, so a rerun runs), `.promote/` a 400 KiB tmpfs."""
     write_package(tmp_path, "pkg", {"test_a.py": "def test_ok():\n    pass\n\ndef test_bad():\n    assert False\n"})
     config = write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
     config.write_text(config.read_text().replace('trunk = "main"\n', 'trunk = "main"\nmirrors = []\n'))
@@ -31,7 +31,7 @@ def work(tmp_path: Path) -> Iterator[Path]:
     commit(tmp_path, "start", {})
     state = tmp_path / ".promote"
     state.mkdir()
-    with mounted(state, "200k"):
+    with mounted(state, "400k"):
         yield tmp_path
 
 
@@ -49,7 +49,7 @@ def test_a_full_state_disk_at_every_step_is_one_line_never_a_traceback(work: Pat
     state = work / ".promote"
     seen = set()
     # From no byte free to enough for the whole run: the disk runs out at a different step each time.
-    for leave in (0, 4096, 8192, 16384, 32768, 65536, 163840):
+    for leave in (0, 4096, 8192, 16384, 32768, 65536, 163840, 393216):
         clear(state)
         fill(state, leave=leave)
         result = run(work, "-q", command)

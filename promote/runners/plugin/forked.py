@@ -16,6 +16,7 @@ runner starts each of the others as a process of its own.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import os
@@ -25,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from promote.core import state
+from promote.runners.plugin.records import write_atomic
 
 SELECTIONS: pytest.StashKey[list[list[str]]] = pytest.StashKey()
 NOOP_NAME = "promote-no-op"
@@ -122,8 +126,10 @@ def _reap(running: dict[int, int], ended: dict[int, dict[str, int | None]]) -> N
 def _run(session: pytest.Session, recorder: Any, out_dir: Path, i: int, items: list[pytest.Item]) -> None:
     """One selection, in order, recorded as worker `s<i>`; a fatal error's dump goes to its own file."""
     worker = f"s{i}"
-    fatal = open(out_dir / f"fatal-{worker}.log", "w", encoding="utf-8")  # noqa: SIM115 - open until the process ends
-    faulthandler.enable(file=fatal, all_threads=True)
+    # Open until the process ends, private like every record; without it (a full disk) the dump goes to stderr.
+    with contextlib.suppress(OSError):
+        fatal = os.open(out_dir / f"fatal-{worker}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        faulthandler.enable(file=fatal, all_threads=False)
     recorder.become(worker)
     for k, item in enumerate(items):
         nextitem = items[k + 1] if k + 1 < len(items) else None
@@ -132,10 +138,10 @@ def _run(session: pytest.Session, recorder: Any, out_dir: Path, i: int, items: l
 
 
 def _write_marker(out_dir: Path, data: dict[str, Any]) -> None:
-    # Replaced whole, never half-written: the runner may read it after killing this process at its timeout.
-    part = out_dir / f"{MARKER}.part"
-    part.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(part, out_dir / MARKER)
+    # Replaced whole, never half-written (the runner may read it after killing this process at its timeout), and
+    # private like every record; a disk too full for it leaves the runner without it, which it reports as such.
+    with contextlib.suppress(state.StateError):
+        write_atomic(out_dir / MARKER, json.dumps(data))
 
 
 def read_marker(out_dir: Path) -> dict[str, Any] | None:
