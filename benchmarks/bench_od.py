@@ -70,7 +70,14 @@ def main(argv: list[str] | None = None) -> int:
             first_promote = i % 2 == 0
             got = {}
             for arm in ("promote", "dtp") if first_promote else ("dtp", "promote"):
-                got[arm] = promote_arm(c) if arm == "promote" else dtp_arm(c, root)
+                try:
+                    got[arm] = promote_arm(c) if arm == "promote" else dtp_arm(c, root)
+                except BenchError as e:
+                    if arm == "promote":
+                        raise
+                    # detect-test-pollution cannot bisect every case (a parametrized victim's id): said, not hidden.
+                    print(f"  {name}: detect-test-pollution failed: {str(e).splitlines()[-1]}", flush=True)
+                    got[arm] = (-1, 0.0, [])
             n = len(c.order) - 1
             mark = math.ceil(math.log2(n)) + 4
             data.append(
@@ -85,8 +92,11 @@ def main(argv: list[str] | None = None) -> int:
             rows.append([name, str(n), str(mark), str(pr[0]), str(dt[0]), f"{pr[1]:.1f}", f"{dt[1]:.1f}",
                          str(len(pr[2])), str(len(dt[2]))])  # fmt: skip
             print(" ".join(rows[-1]), flush=True)
-    promote_median = statistics.median(d["promote"]["calls"] for d in data)
-    dtp_median = statistics.median(d["dtp"]["calls"] for d in data)
+    # Medians over the cases both tools bisected; promote's over all of them too.
+    both = [d for d in data if d["dtp"]["calls"] >= 0]
+    promote_median = statistics.median(d["promote"]["calls"] for d in both)
+    dtp_median = statistics.median(d["dtp"]["calls"] for d in both)
+    promote_all = statistics.median(d["promote"]["calls"] for d in data)
     within = sum(d["promote"]["calls"] <= d["mark"] for d in data)
     print()
     header = [
@@ -102,10 +112,16 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(format_table(header, rows))
     met = promote_median <= dtp_median and within == len(data)
-    print(f"\nmedian pytest calls: promote {promote_median:g}, detect-test-pollution {dtp_median:g}; "
+    print(f"\ncases both bisected: {len(both)} of {len(data)}; promote's median over all: {promote_all:g}")
+    print(f"median pytest calls: promote {promote_median:g}, detect-test-pollution {dtp_median:g}; "
           f"promote within ceil(log2 N) + 4 on {within} of {len(data)} ({'MET' if met else 'MISSED'})")  # fmt: skip
     write_results(
-        "od", {"machine": machine_info(), "cases": data, "median": {"promote": promote_median, "dtp": dtp_median}}
+        "od",
+        {
+            "machine": machine_info(),
+            "cases": data,
+            "median": {"promote": promote_median, "dtp": dtp_median, "promote_all": promote_all},
+        },
     )
     return 0 if met else 1
 

@@ -132,8 +132,11 @@ def detect_test_pollution(c: Case, root: Path) -> tuple[int, str]:
     ids = root.parent / f"{c.repo.name}-testids.txt"
     ids.write_text("".join(f"{t}\n" for t in c.order))
     c.reset()
+    # Its console script run by the wrapper: `-m detect_test_pollution` would load it as __main__, and the plugin
+    # it passes to pytest by module name would then not be found.
+    script = c.python.parent / "detect-test-pollution"
     done = subprocess.run(
-        [str(c.python), "-m", "detect_test_pollution", "--failing-test", c.victim, "--testids-file", str(ids)],
+        [str(c.python), str(script), "--failing-test", c.victim, "--testids-file", str(ids)],
         cwd=root,
         capture_output=True,
         text=True,
