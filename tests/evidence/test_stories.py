@@ -353,3 +353,40 @@ def test_past_ten_stories_markdown_counts_the_rest_and_html_folds_them() -> None
     assert html.count("<strong>never-ran</strong>") == 12 and "<details><summary>2 more</summary>" in html
     assert html.index("t.py::<wbr>test_09") < html.index("<details><summary>2 more") < html.index("t.py::<wbr>test_10")
     assert "Tests with a story" not in render_pages.markdown({**doc, "stories": None})
+
+
+CRASHES_ALONE = """
+import ctypes, pathlib
+
+COUNTER = pathlib.Path(__file__).parent / "counter.txt"
+STATE = {}
+
+
+def test_a_sets_it_up():
+    # The harness decides, run by run, whether this earlier test leaves what the next one needs.
+    if COUNTER.read_text().strip() == "pass":
+        STATE["ready"] = True
+
+
+def test_b_crashes_alone():
+    if not STATE:
+        ctypes.string_at(0)
+"""
+
+
+def test_a_test_that_crashes_every_time_it_runs_alone_is_red_not_flaky(tmp_path: Path) -> None:
+    root = repository(tmp_path, {"test_crash.py": CRASHES_ALONE})
+    root.joinpath("promote.toml").write_text(
+        root.joinpath("promote.toml").read_text().replace("max_reruns = 1", "max_reruns = 5")
+    )
+    commit(root, "reruns", {})
+
+    test_run(root, "pass")  # it passes, after the test that sets it up
+    data = test_run(root, "fail")  # it crashes: in the run, and again alone
+
+    [verdict] = data["packages"][0]["reruns"]
+    assert (verdict["test"], verdict["verdict"]) == ("test_crash.py::test_b_crashes_alone", "crashes-alone")
+    # Passed once and crashed once on this commit, but it crashes whenever it runs alone: red, not flaky.
+    assert not findings_of(data, "flaky-history"), data["findings"]
+    told = run(root, "history", "--tests")
+    assert told.exit_code == 0 and "flaky-history" not in told.stdout, told.stdout
