@@ -88,11 +88,8 @@ def run_selections(session: pytest.Session, out_dir: Path, recorder: Any) -> Non
         return
     # Said before any child starts: a rerun killed at its timeout still tells how its selections ran.
     _write_marker(out_dir, {"forked": True})
-    running: dict[int, int] = {}
     ended: dict[int, dict[str, int | None]] = {}
     for i, items in enumerate(chosen):
-        while running:
-            _reap(running, ended)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -108,19 +105,11 @@ def run_selections(session: pytest.Session, out_dir: Path, recorder: Any) -> Non
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
-        running[pid] = i
-    while running:
-        _reap(running, ended)
+        # One child at a time, waited for by its own pid (not any child a plugin of the session may have started).
+        _, status = os.waitpid(pid, 0)
+        signal = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        ended[i] = {"status": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None, "signal": signal}
     _write_marker(out_dir, {"forked": True, "ended": {str(i): ended[i] for i in sorted(ended)}})
-
-
-def _reap(running: dict[int, int], ended: dict[int, dict[str, int | None]]) -> None:
-    pid, status = os.wait()
-    i = running.pop(pid, None)
-    if i is None:
-        return
-    signal = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-    ended[i] = {"status": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None, "signal": signal}
 
 
 def _run(session: pytest.Session, recorder: Any, out_dir: Path, i: int, items: list[pytest.Item]) -> None:
