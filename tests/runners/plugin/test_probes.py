@@ -338,6 +338,7 @@ def test_a_directory_pytests_own_importer_puts_on_sys_path_during_setup_is_not_t
     pytester.makepyfile(**{"helpers/conftest": "VALUE = 1\n"})
     pytester.makepyfile(
         test_paths="""
+        import inspect
         import sys
         from pathlib import Path
 
@@ -346,10 +347,13 @@ def test_a_directory_pytests_own_importer_puts_on_sys_path_during_setup_is_not_t
 
         HELPERS = Path(__file__).parent / "helpers"
 
+        # pytest 8.1 added a required keyword; 8.0 has none.
+        NEWER = {"consider_namespace_packages": False} if "consider_namespace_packages" in inspect.signature(
+            import_path).parameters else {}
+
         @pytest.fixture
         def late_conftest(request):
-            return import_path(HELPERS / "conftest.py", mode=ImportMode.prepend, root=request.config.rootpath,
-                               consider_namespace_packages=False)
+            return import_path(HELPERS / "conftest.py", mode=ImportMode.prepend, root=request.config.rootpath, **NEWER)
 
         def test_uses_it(late_conftest):
             assert late_conftest.VALUE == 1
