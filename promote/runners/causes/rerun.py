@@ -292,32 +292,12 @@ class Rerunner:
         `ignore`: modules (ids relative to the rootdir) left out of collection, so never imported.
         Raises RerunTimeout when the victim itself ran past the timeout, RerunError when it did not run.
         """
-        out_dir = self._next_dir()
-        tests = [*prefix, victim]
-        select = out_dir / "select.txt"
-        with _own_files():
-            state.write_private(select, "".join(f"{t}\n" for t in tests))
-        options = [f"--promote-select={select}"]
-        if ignore:
-            with _own_files():
-                ignored = state.write_private(out_dir / "ignore.txt", "".join(f"{m}\n" for m in ignore))
-            options.append(f"--promote-ignore={ignored}")
-        done = self._pytest(out_dir, *_options(out_dir, *options), tests=len(tests))
-        failed = judged_failed([t for r in read_all_results(out_dir) for t in r.tests], victim)
-        if failed is not None:
-            return failed
-        return self._unfinished(out_dir, victim, done)
-
-    def _unfinished(self, out_dir: Path, victim: str, done: Ran) -> bool:
-        """Judge a victim without a record: it timed out, its process died under it, or it never ran."""
-        lost = [t for path in sorted(out_dir.glob("progress-*.jsonl")) for t in unfinished(path)]
-        if victim in done.timed_out or (done.overran and victim in lost):
+        [seen], _ = self.observe([prefix], victim, ignore=ignore)
+        if seen.timed_out:
             raise RerunTimeout(
                 f"{victim} ran longer than the package's timeout ({self.pkg.timeout_s:g} s) and was killed"
             )
-        if victim in lost:
-            return True  # the process died while running it: a failure too
-        raise RerunError(f"{victim} did not run in a rerun of {self.pkg.name}: {self._why(done)} (log: {done.log})")
+        return seen.failed
 
 
 @contextlib.contextmanager
