@@ -65,13 +65,12 @@ def main(argv: list[str] | None = None) -> int:
             c = od.case(name, cache, where)
             pip = [str(c.python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "detect-test-pollution"]
             subprocess.run(pip, check=True)
-            root = c.repo / str(next(e for e in od.manifest() if e["name"] == name)["root"])
             # Which arm goes first alternates from case to case.
             first_promote = i % 2 == 0
             got = {}
             for arm in ("promote", "dtp") if first_promote else ("dtp", "promote"):
                 try:
-                    got[arm] = promote_arm(c) if arm == "promote" else dtp_arm(c, root)
+                    got[arm] = promote_arm(c) if arm == "promote" else dtp_arm(c, c.root)
                 except BenchError as e:
                     if arm == "promote":
                         raise

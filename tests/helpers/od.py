@@ -35,6 +35,7 @@ PYTEST = ["-p", "no:randomly", "-p", "no:cacheprovider"]
 class Case:
     name: str
     repo: Path  # a fresh clone, with promote.toml
+    root: Path  # where the case's pytest runs (the manifest's `root` in the clone)
     python: Path  # the counting wrapper
     calls: Path  # one line per pytest call through `python`
     victim: str
@@ -116,7 +117,7 @@ def case(name: str, cache: Path, where: Path, *, reorder: bool = True) -> Case:
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env={**os.environ, **GIT_ENV})
     subprocess.run(["git", "commit", "-qm", "promote"], cwd=repo, check=True, env={**os.environ, **GIT_ENV})
     fails = bool(entry["fails_in_suite_order"])
-    return Case(name, repo, wrapper, calls, victim, polluters, order, fails)
+    return Case(name, repo, root, wrapper, calls, victim, polluters, order, fails)
 
 
 def collected(python: Path, root: Path, tests: list[str]) -> list[str]:
