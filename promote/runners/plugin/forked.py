@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from promote.core import state
+from promote.core.bounded_json import JsonRejected, read_object
 from promote.runners.plugin.records import write_atomic
 
 SELECTIONS: pytest.StashKey[list[list[str]]] = pytest.StashKey()
@@ -135,8 +136,8 @@ def _write_marker(out_dir: Path, data: dict[str, Any]) -> None:
 
 def read_marker(out_dir: Path) -> dict[str, Any] | None:
     """What `run_selections` wrote, or None when the process ended before it could."""
+    # Through the one bounded reader: the tested code runs in the process that writes it.
     try:
-        data = json.loads((out_dir / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_object(out_dir / MARKER)
+    except (OSError, JsonRejected):
         return None
-    return data if isinstance(data, dict) else None
