@@ -14,7 +14,7 @@ splits, so the confirmation after them is short: one call, two repeats of each p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from promote.core.vocab import FLAKY as FLAKY
@@ -156,8 +156,15 @@ class Search:
     more: bool = False  # more failing groups than MOST_GROUPS: some polluters may be left unnamed
 
 
-def _split(oracle: Oracle, prefix: Sequence[str]) -> Search:
-    """Halve every group known to fail, all halves in one request, until single tests are left."""
+def _split(oracle: Oracle, prefix: Sequence[str], hints: Sequence[str] = ()) -> Search:
+    """Halve every group known to fail, all halves in one request, until single tests are left.
+
+    `hints`: tests of the prefix already named polluters of another victim of the same run. The first cut is then
+    those tests against the rest rather than two halves: a victim that fails after the same polluters as an earlier
+    one is found in one request, and any other polluter is still searched for in the rest.
+    """
+    order = {t: i for i, t in enumerate(prefix)}
+    hinted = tuple(_in_order({t for t in hints if t in order}, order))
     groups: list[Selection] = [tuple(prefix)]
     singles: list[str] = []
     together: Selection | None = None
@@ -165,6 +172,8 @@ def _split(oracle: Oracle, prefix: Sequence[str]) -> Search:
     while groups:
         singles += [g[0] for g in groups if len(g) == 1]
         splits = [(g[: len(g) // 2], g[len(g) // 2 :]) for g in groups if len(g) > 1]
+        if first and 0 < len(hinted) < len(prefix):
+            splits = [(hinted, tuple(t for t in prefix if t not in set(hinted)))]
         if not splits:
             break
         if len(splits) > MOST_GROUPS:
@@ -181,11 +190,10 @@ def _split(oracle: Oracle, prefix: Sequence[str]) -> Search:
             if not (fa or fb) and together is None:
                 together = a + b
         single_path += len(splits) == 1 and len(groups) == 1
-    order = {t: i for i, t in enumerate(prefix)}
     return Search(tuple(_in_order(singles, order)), together if not singles else None, single_path, more)
 
 
-def _in_order(subset: Sequence[str], order: dict[str, int]) -> list[str]:
+def _in_order(subset: Iterable[str], order: dict[str, int]) -> list[str]:
     return sorted(subset, key=order.__getitem__)
 
 
@@ -228,11 +236,13 @@ def classify(
     budget: int,
     observed: bool = True,
     alone: Alone | None = None,
+    hints: Sequence[str] = (),
 ) -> Verdict:
     """Genuine, flaky or order-dependent (with every polluter that reproduces), from reruns in fresh processes.
 
     `observed` says the victim was seen failing after the whole `prefix` already (in the run being
     investigated); when it was not, that is rerun first. `alone`: step 1, made already (and paid for).
+    `hints`: polluters named for other victims of the same run, tried first (see `_split`).
     """
     oracle = Oracle(victim, observe, budget)
 
@@ -240,7 +250,7 @@ def classify(
         return Verdict(victim, kind, tuple(polluters), oracle.used, detail, each=each)
 
     try:
-        return _classify(oracle, victim, list(prefix), observed, alone, verdict)
+        return _classify(oracle, victim, list(prefix), observed, alone, verdict, hints)
     except Noisy as e:
         # The victim alone, as far as it was rerun, says whether it ever failed with nothing before it.
         others = "".join(f", {oracle.counts(s)}" for s in ((), NOOP) if s != e.selection and s in oracle.results)
@@ -261,6 +271,7 @@ def _classify(
     observed: bool,
     alone: Alone | None,
     verdict: Callable[..., Verdict],
+    hints: Sequence[str],
 ) -> Verdict:
     # step 1: alone. Failing in the run and again alone, with nothing before it, is a genuine failure:
     # one fresh process is the evidence, and a second would double the cost of every real failure.
@@ -275,7 +286,7 @@ def _classify(
     if not observed and not oracle.fails(prefix):
         return verdict(NOT_REPRODUCED, detail="passes alone and after the tests that ran before it")
     # step 2: split, both halves in one request, following every half that fails.
-    found = _split(oracle, prefix)
+    found = _split(oracle, prefix, hints)
     if oracle.results.get(NOOP) == [True]:
         # It failed after promote's no-op test, which changes nothing: confirmed on that control alone (a mixed
         # result raises Noisy), never on tests of the suite, which may be polluters themselves.

@@ -12,10 +12,11 @@ from typing import TypeVar
 
 from promote.config import Config, PackageConfig
 from promote.core import state
-from promote.core.findings import Finding, Location
+from promote.core.findings import Finding
 from promote.core.vocab import CRASHES_ALONE, is_red
 from promote.runners.causes import bisect, imports
 from promote.runners.causes.rerun import RerunError, Rerunner, Seen
+from promote.runners.causes.verdict_findings import verdict_finding
 from promote.runners.configuration import chosen, locate, rootdir_of
 from promote.runners.plugin import progress
 from promote.runners.plugin.records import read_all_results
@@ -89,62 +90,6 @@ def failed_tests(result: PackageResult) -> list[str]:
             ids.append(top)
     # A test whose process died is investigated like a failure: alone first, where it crashes again or not.
     return ids + [t for t in result.crashed_tests if t not in skip and t not in ids]
-
-
-def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding], location: Location | None = None) -> Finding | None:
-    """The finding of one failed test's verdict, at `location` (the test's file); none for a genuine failure."""
-    if v.kind == bisect.ORDER_DEPENDENT and v.by_import:
-        named = ", ".join(v.polluters)
-        message = f"{v.detail} (pytest imports every module before the first test; found in {v.reruns} reruns)"
-        leaked = [f"{f.subject} {f.message}" for f in leaks if f.subject in v.polluters]
-        if leaked:
-            message += "; " + "; ".join(leaked)
-        return Finding("order-dependent", "error", v.test, message, cause=named, location=location)
-    if v.kind == bisect.ORDER_DEPENDENT and not v.polluters and v.each:
-        message = (
-            f"fails after any test of the suite that runs before it in the same process, but not after promote's "
-            f"no-op test, and passes alone ({v.detail}; found in {v.reruns} reruns): the cause is something every "
-            "test of the suite does, such as an autouse fixture or a hook in conftest.py, not one earlier test"
-        )
-        return Finding("order-dependent", "error", v.test, message, cause=v.test, location=location)
-    if v.kind == bisect.ORDER_DEPENDENT and not v.polluters:
-        return Finding("order-dependent", "error", v.test, after_any_test(v), cause=v.test, location=location)
-    if v.kind == bisect.ORDER_DEPENDENT:
-        named = ", ".join(v.polluters)
-        # Several found apart each make it fail on their own; otherwise they are one group, needed together.
-        after = f"after each of {_listed(v.polluters)}" if v.each and len(v.polluters) > 1 else f"only after {named}"
-        message = (
-            f"fails {after} ran earlier in the same process; passes alone ({v.detail}; found in {v.reruns} reruns)"
-        )
-        leaked = [f"{f.subject} leaked: {f.message}" for f in leaks if f.subject in v.polluters]
-        if leaked:
-            message += "; " + "; ".join(leaked)
-        return Finding("order-dependent", "error", v.test, message, cause=named, location=location)
-    if v.kind == bisect.FLAKY:
-        return Finding("flaky", "warning", v.test, f"flaky: {v.detail} ({v.reruns} reruns)", location=location)
-    if v.kind == CRASHES_ALONE:
-        message = f"crashes when run alone: {v.detail} ({v.reruns} reruns)"
-        return Finding("worker-crash", "error", v.test, message, cause=v.test, location=location)
-    if v.kind == bisect.UNDECIDED:
-        message = f"undecided whether order-dependent: {v.detail}"
-        return Finding("rerun-undecided", "warning", v.test, message, location=location)
-    return None
-
-
-def _listed(names: Sequence[str], most: int = 5) -> str:
-    """`A, B and C`; past `most`, the first three and how many more (the finding's cause lists them all)."""
-    if len(names) > most:
-        return f"{', '.join(names[:3])} and {len(names) - 3} more"
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
-def after_any_test(v: bisect.Verdict) -> str:
-    """The message of a victim that failed after each test tried before it, and never alone."""
-    return (
-        f"fails after any test that runs before it in the same process, even promote's no-op test, and passes "
-        f"alone ({v.detail}; found in {v.reruns} reruns): it passes only when it runs first, so the cause is in the "
-        "test itself (state it expects fresh) or in what pytest does around every test, not in one earlier test"
-    )
 
 
 @dataclass(frozen=True)
@@ -226,16 +171,17 @@ def investigate_one(
     alone: bisect.Alone | None = None,
     on_step: StepCallback | None = None,
     share: int | None = None,
+    hints: Sequence[str] = (),
 ) -> bisect.Verdict:
     """Classify one failed test; `alone`: its reruns alone, already made (and paid for); `share`: the most of the
-    budget it may take (all that is left by default)."""
+    budget it may take (all that is left by default); `hints`: polluters of earlier victims, tried first."""
     if alone is not None and alone.fails[:1] == (True,) and alone.signal is not None:
         return crashes_alone(victim, alone)
     granted = budget.take(budget.left if share is None else share)
     # About log2 of the prefix, plus the confirmation; the count grows if the search takes more.
     steps = Steps(on_step, "bisect", max(1, len(prefix)).bit_length() + 1)
     verdict = bisect.classify(
-        victim, prefix, observer(rerunner, victim, steps), budget=granted, observed=observed, alone=alone
+        victim, prefix, observer(rerunner, victim, steps), budget=granted, observed=observed, alone=alone, hints=hints
     )
     budget.give(max(0, granted - verdict.reruns))
     if verdict.kind == bisect.UNDECIDED and verdict.detail.startswith(bisect.OUT_OF_BUDGET):
@@ -324,13 +270,17 @@ def investigate(
     alone = rerun_alone(rerunner, victims, budget, on_step, modules)
     # Bisection, in victim order: the budget left for each one does not depend on timing. Each victim still to be
     # bisected gets an equal share of what is left; what one does not spend goes to those after it.
+    # Victims after the same polluters share its search: each one named is tried first for the victims after it.
     searched = [done.fails == (False,) for done in alone]
-    verdicts = []
+    verdicts: list[bisect.Verdict] = []
     for i, (victim, done) in enumerate(zip(victims, alone, strict=True)):
         share = budget.left // max(1, sum(searched[i:])) if searched[i] else 0
         prefix = prefix_of(victim, worker_orders) or []
+        named = [p for v in verdicts if v.kind == bisect.ORDER_DEPENDENT for p in v.polluters]
         verdicts.append(
-            investigate_one(rerunner, victim, prefix, budget, observed=True, alone=done, on_step=on_step, share=share)
+            investigate_one(
+                rerunner, victim, prefix, budget, observed=True, alone=done, on_step=on_step, share=share, hints=named
+            )
         )
     if modules:
         verdicts = _by_import(rerunner, verdicts, modules, budget, [a.without_importers for a in alone])

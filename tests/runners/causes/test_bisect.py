@@ -217,3 +217,37 @@ def test_many_polluters_seen_alike_are_counted_once_not_each_again() -> None:
     verdict = classify("t040", TESTS[:40], forked(after_any_of(*polluters)), budget=50)
     assert (verdict.kind, verdict.polluters) == (ORDER_DEPENDENT, tuple(polluters))
     assert verdict.detail == "3 of 3 after each of them, 0 of 1 alone, 0 of 3 after promote's no-op test"
+
+
+def test_a_victim_after_a_polluter_named_for_an_earlier_victim_shares_its_search() -> None:
+    calls: list[Selection] = []
+    verdict = classify("t190", TESTS[:190], forked(polluted_by("t037"), calls), budget=50, hints=["t037", "t195"])
+    assert (verdict.kind, verdict.polluters) == (ORDER_DEPENDENT, ("t037",))
+    # Alone, one request for the named polluter against the rest (and the no-op test), one to confirm: a hint from
+    # after the victim (t195) is not among the tests before it and is never run.
+    assert verdict.reruns == 3
+    assert calls[1] == ("t037",) and calls[2] == tuple(t for t in TESTS[:190] if t != "t037")
+    assert not any("t195" in c for c in calls)
+    # The shared search is still held to the same bound: the confirmation repeats until the coins reach it.
+    assert verdict.detail == "5 of 5 after t037, 0 of 1 alone, 0 of 5 after promote's no-op test"
+
+
+def test_a_hint_that_is_not_the_cause_costs_one_request_and_the_polluter_is_still_found() -> None:
+    for hints in (["t011"], ["t011", "t150"]):
+        hinted = classify("t180", TESTS[:180], forked(polluted_by("t037")), budget=50, hints=hints)
+        plain = classify("t180", TESTS[:180], forked(polluted_by("t037")), budget=50)
+        assert (hinted.kind, hinted.polluters) == (plain.kind, plain.polluters) == (ORDER_DEPENDENT, ("t037",))
+        assert hinted.reruns <= plain.reruns + 1
+
+
+def test_a_victim_with_a_second_polluter_besides_the_shared_one_gets_both_named() -> None:
+    verdict = classify("t180", TESTS[:180], forked(after_any_of("t037", "t120")), budget=50, hints=["t037"])
+    assert (verdict.kind, verdict.polluters, verdict.each) == (ORDER_DEPENDENT, ("t037", "t120"), True)
+
+
+def test_with_a_shared_hint_a_race_at_one_in_two_is_still_seldom_named() -> None:
+    for n in (2, 5, 40):
+        kinds = [
+            classify(TESTS[n], TESTS[:n], forked(race(seed)), budget=200, hints=[TESTS[0]]).kind for seed in range(1000)
+        ]
+        assert kinds.count(ORDER_DEPENDENT) < 10, (n, kinds.count(ORDER_DEPENDENT))

@@ -67,6 +67,26 @@ def test_polluter_37_is_named_as_the_cause_of_180_within_log2_plus_2_reruns(tmp_
     assert len(reruns) == verdict["reruns"]
 
 
+def test_victims_after_the_same_polluter_share_one_search(tmp_path: Path) -> None:
+    mode_is_unset = "assert polluted.STATE.get('mode') is None"
+    victims = {180: mode_is_unset, 190: mode_is_unset}
+    write_package(tmp_path, "pkg", suite({37: "polluted.STATE['mode'] = 'draft'"}, victims))
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg", "workers": 1}])
+
+    code, report = promote_test(tmp_path)
+
+    assert code == 1
+    found = [(f["subject"], f["cause"]) for f in report["findings"] if f["check"] == "order-dependent"]
+    assert found == [(node_id(180), node_id(37)), (node_id(190), node_id(37))]
+    first, second = report["packages"][0]["reruns"]
+    assert first["reruns"] <= math.ceil(math.log2(180)) + 2
+    # The second: alone, then test_037 against the rest in one call, then one call to confirm.
+    assert second["reruns"] == 3, second
+    assert "5 of 5 after " + node_id(37) in second["detail"]
+    reruns = list((tmp_path / ".promote" / "runs" / report["run"] / "pkg" / "reruns").glob("rerun-*"))
+    assert len(reruns) == first["reruns"] + second["reruns"]
+
+
 def test_two_tests_needed_together(tmp_path: Path) -> None:
     write_package(
         tmp_path,
