@@ -9,10 +9,12 @@ from pathlib import Path
 from promote.accel.ledger import LEDGER_ENV, Engagement, fresh, read_tally
 from promote.accel.results import StationBuild, SwitchResult, SwitchRun
 from promote.config.settings import AccelerationConfig, Config
-from promote.runners.causes.investigate import Step
+from promote.core.vocab import is_red
+from promote.runners import suite
 from promote.runners.package import ProgressCallback
 from promote.runners.remote.station_run import ran_on
-from promote.runners.suite import RunResult, run_tests
+from promote.runners.suite import RunResult
+from promote.runners.summary import PackageResult
 
 
 def with_switch(config: Config, accel: AccelerationConfig, value: str, ledger: Path | None = None) -> Config:
@@ -29,56 +31,57 @@ def with_switch(config: Config, accel: AccelerationConfig, value: str, ledger: P
     return dataclasses.replace(config, packages=packages)
 
 
-class FirstPass:
-    """How much of the ledger the tests' first pass wrote: its size when promote's first rerun starts.
-
-    Reruns of a failing test (to find its cause) write to the same ledger; counting them would count a
-    failing test's requests once per rerun. Every rerun announces itself (a step) before it starts.
-    """
-
-    def __init__(self, ledger: Path) -> None:
-        self.ledger = ledger
-        self.size: int | None = None
-
-    def __call__(self, step: Step) -> None:
-        if self.size is None:
-            self.size = self.ledger.stat().st_size if self.ledger.exists() else 0
-
-
-def run_way(
-    config: Config, accel: AccelerationConfig, value: str, on_progress: ProgressCallback | None,
-    ledger: Path | None = None,
-) -> tuple[SwitchRun, RunResult, int | None]:  # fmt: skip
-    """The tests one way; and, with a ledger, how many of its bytes the first pass wrote (None: all of it)."""
+def first_pass(
+    config: Config, accel: AccelerationConfig, value: str, on_progress: ProgressCallback | None, ledger: Path
+) -> tuple[suite.FirstPass, int]:
+    """The tests one way, before any rerun, and the size of the ledger they wrote: reruns of a failing test (to
+    find its cause) write to the same ledger, and counting them would count its requests once per rerun."""
     assert accel.package is not None
-    cut = None if ledger is None else FirstPass(ledger)
-    result = run_tests(
-        with_switch(config, accel, value, ledger), package=accel.package, on_progress=on_progress, on_step=cut
-    )
-    [pkg] = result.packages
+    done = suite.first_pass(with_switch(config, accel, value, ledger), package=accel.package, on_progress=on_progress)
+    return done, ledger.stat().st_size if ledger.exists() else 0
+
+
+def outcomes(pkg: PackageResult) -> dict[str, str]:
+    """Each test's outcome in a pass; a test no station here can run is blocked, not red: neither way ran it."""
+    found = {t.nodeid: t.outcome for t in pkg.tests if t.parent is None}
+    found.update({t: "error" for t in pkg.crashed_tests})
+    found.update({t: "blocked" for t in pkg.blocked_tests})
+    return found
+
+
+def switch_run(value: str, run: RunResult) -> SwitchRun:
+    [pkg] = run.packages
     counts = {
         "passed": pkg.passed, "failed": pkg.failed, "errors": pkg.errors, "skipped": pkg.skipped,
         "blocked": pkg.blocked, "crashed": pkg.crashed,
     }  # fmt: skip
-    outcomes = {t.nodeid: t.outcome for t in pkg.tests if t.parent is None}
-    outcomes.update({t: "error" for t in pkg.crashed_tests})
-    # A test no station here can run is blocked, not red: neither way of the switch ran it.
-    outcomes.update({t: "blocked" for t in pkg.blocked_tests})
-    return SwitchRun(value, counts, outcomes, result.run_id), result, None if cut is None else cut.size
+    return SwitchRun(value, counts, outcomes(pkg), run.run_id)
+
+
+def differing(one: suite.FirstPass, other: suite.FirstPass) -> frozenset[str]:
+    """The tests red one way and green the other: the only ones whose cause the switch's verdict needs."""
+    a, b = outcomes(one.results[0]), outcomes(other.results[0])
+    return frozenset(t for t in a.keys() | b.keys() if is_red(a.get(t, "")) != is_red(b.get(t, "")))
 
 
 def kill_switch(
     config: Config, accel: AccelerationConfig, on_progress: ProgressCallback | None = None
 ) -> tuple[SwitchResult, tuple[RunResult, ...]]:
-    """Run the package's tests with the switch off, then on (each a stored run, each with a ledger of its own)."""
+    """Run the package's tests with the switch off, then on (each a stored run, each with a ledger of its own).
+
+    Both ways run first; then the causes of only the tests that differ between them are asked for. A test red
+    both ways (or green both ways) needs none for the switch's verdict, and the main run asks for its causes."""
     engaged: Engagement | None
     with fresh("switch") as tmp:
-        off, run_off, off_size = run_way(config, accel, accel.switch.off, on_progress, tmp / "off.jsonl")
-        on, run_on, on_size = run_way(config, accel, accel.switch.on, on_progress, tmp / "on.jsonl")
+        off_pass, off_size = first_pass(config, accel, accel.switch.off, on_progress, tmp / "off.jsonl")
+        on_pass, on_size = first_pass(config, accel, accel.switch.on, on_progress, tmp / "on.jsonl")
+        asked = differing(off_pass, on_pass)
+        run_off, run_on = (suite.finish(p, only=lambda _: asked) for p in (off_pass, on_pass))
         engaged = Engagement(
             read_tally(tmp / "off.jsonl", accel.name, upto=off_size),
             read_tally(tmp / "on.jsonl", accel.name, upto=on_size),
         )
+    off, on = switch_run(accel.switch.off, run_off), switch_run(accel.switch.on, run_on)
     if any(ran_on(p) is not None for r in (run_off, run_on) for p in r.packages):
         # The tests ran on another station: their ledger was written there, and an empty one here proves nothing.
         engaged = None

@@ -12,6 +12,7 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable, Set
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -38,7 +39,7 @@ from promote.runners.summary import PackageResult, summarize
 
 STATION_FILE = "station.json"
 
-__all__ = ["RunResult", "new_run_id", "run_tests", "select"]
+__all__ = ["FirstPass", "RunResult", "finish", "first_pass", "new_run_id", "run_tests", "select"]
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,28 @@ def run_tests(
     on_step: StepCallback | None = None,
 ) -> RunResult:
     """Run the selected packages concurrently (bounded by cores) and store the run; `on_step`: each rerun."""
+    return finish(first_pass(config, package=package, on_progress=on_progress, run_id=run_id), on_step)
+
+
+@dataclass(frozen=True)
+class FirstPass:
+    """A run's first pass, before any rerun: every package followed to its end, its blocked tests classified."""
+
+    plan: Plan
+    results: tuple[PackageResult, ...]
+    fleet: Inventory
+    started: str
+    t0: float  # time.monotonic() when it started
+
+
+def first_pass(
+    config: Config,
+    *,
+    package: str | None = None,
+    on_progress: ProgressCallback | None = None,
+    run_id: str | None = None,
+) -> FirstPass:
+    """Start the selected packages (concurrently, bounded by cores) and follow each to its end."""
     chosen = select(config, package)
     run_id = run_id or new_run_id()
     plan = Plan(config, chosen, state.runs_dir(config.root) / run_id, max(1, min(len(chosen), os.cpu_count() or 1)))
@@ -191,19 +214,27 @@ def run_tests(
         live.stop_all()
         raise
     results = follow_all(plan, fleet, launched, live, on_progress)
-    results = classify_blocked(plan, fleet, results)
-    results = find_causes(plan, results, on_step)
+    return FirstPass(plan, classify_blocked(plan, fleet, results), fleet, started, t0)
+
+
+def finish(
+    done: FirstPass, on_step: StepCallback | None = None, *, only: Callable[[PackageResult], Set[str]] | None = None
+) -> RunResult:
+    """The causes of the first pass's failures, then the stored run. `only`: per package, the failed tests whose
+    cause is asked for (every one by default; with it, the pass without restores is not made either)."""
+    plan = done.plan
+    results = find_causes(plan, done.results, on_step, only)
     result = RunResult(
-        run_id=run_id,
-        started=started,
+        run_id=plan.run_dir.name,
+        started=done.started,
         finished=now(),
         packages=results,
         out_dir=plan.run_dir,
         # As each station was when the tests ran: detected here, and detected there for remote packages.
-        stations=remote.as_detected(fleet, results),
+        stations=remote.as_detected(done.fleet, results),
     )
     try:
-        write_reports(result, wall_s=time.monotonic() - t0)
+        write_reports(result, wall_s=time.monotonic() - done.t0)
     except state.StateError as e:
         # Every test ran and the report can still be printed: a full disk takes the stored records only.
         result = replace(result, unstored=str(e))
@@ -308,7 +339,10 @@ def classify_blocked(plan: Plan, fleet: Inventory, results: tuple[PackageResult,
 
 
 def find_causes(
-    plan: Plan, results: tuple[PackageResult, ...], on_step: StepCallback | None = None
+    plan: Plan,
+    results: tuple[PackageResult, ...],
+    on_step: StepCallback | None = None,
+    only: Callable[[PackageResult], Set[str]] | None = None,
 ) -> tuple[PackageResult, ...]:
     """The cause of each failure: reruns alone and bisection, one package after another (one shared budget)."""
     budget = Budget(plan.config.max_reruns)
@@ -317,8 +351,9 @@ def find_causes(
         # A package that ran on another station is not rerun: here is not where it ran.
         remote = plan.station_of(i) is not None
         if not remote:
-            r = investigate(plan.packages[i], r, budget, on_step)
-            r = hidden.measure(plan.packages[i], r, budget, on_step)
+            r = investigate(plan.packages[i], r, budget, on_step, only=None if only is None else only(r))
+            if only is None:
+                r = hidden.measure(plan.packages[i], r, budget, on_step)
         found.append(leak_groups.group(r, remote=remote))
     return tuple(found)
 

@@ -96,6 +96,11 @@ def test_a_test_that_fails_only_with_the_switch_off_is_a_broken_kill_switch(tmp_
     assert switch["acceleration-broken"]["subject"] == "tests/test_fast.py::test_breaks_on_the_fast_path"
     # Both ways ran through promote's runner and are stored runs of their own.
     assert accel["switch"]["off"]["run"] != accel["switch"]["on"]["run"]
+    # Each way's red test is green the other way: its cause is asked for (a rerun alone repeats it: genuine).
+    for way, red in (("off", "test_needs_the_fast_path"), ("on", "test_breaks_on_the_fast_path")):
+        stored = json.loads((tmp_path / ".promote" / "runs" / accel["switch"][way]["run"] / "run.json").read_text())
+        reruns = stored["packages"][0]["reruns"]
+        assert [(r["test"], r["verdict"]) for r in reruns] == [(f"tests/test_fast.py::{red}", "genuine")]
     text = run(tmp_path, "accel").stdout
     assert "Kill switch `FAST=0`" in text and "2 tests pass, 1 fail off" in text
 

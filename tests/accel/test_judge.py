@@ -142,6 +142,11 @@ def test_tests_red_both_ways_are_named_and_the_path_does_not_hold(tmp_path: Path
     # Three tests ask the path once each; promote's own reruns of the two red ones are not the path's requests.
     ledger = data["accelerations"][0]["switch"]["ledger"]
     assert (ledger["on"]["served"], ledger["off"]["declined"]) == (3, 3)
+    # Red both ways, the switch does not explain them: neither way's run asks for their causes again.
+    for way in ("off", "on"):
+        run_id = data["accelerations"][0]["switch"][way]["run"]
+        stored = json.loads((tmp_path / ".promote" / "runs" / run_id / "run.json").read_text())
+        assert stored["packages"][0]["reruns"] == [] and stored["packages"][0]["failed"] == 2
 
 
 def test_a_path_that_drafts_what_nobody_accepts_is_idle_with_its_rate_shown(tmp_path: Path) -> None:

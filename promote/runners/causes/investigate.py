@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -256,10 +256,16 @@ def on_free_cores(rerunner: Rerunner, work: Callable[[A, B], R], firsts: Sequenc
 
 
 def investigate(
-    pkg: PackageConfig, result: PackageResult, budget: Budget, on_step: StepCallback | None = None
+    pkg: PackageConfig,
+    result: PackageResult,
+    budget: Budget,
+    on_step: StepCallback | None = None,
+    *,
+    only: Set[str] | None = None,
 ) -> PackageResult:
-    """Classify every failed test of one package run; add findings and verdicts to its result."""
-    victims = failed_tests(result)
+    """Classify every failed test of one package run (those in `only`, when given); add findings and verdicts to
+    its result."""
+    victims = [t for t in failed_tests(result) if only is None or t in only]
     if not victims:
         return result
     station = result.out_dir.parent / "station.json"
