@@ -145,3 +145,30 @@ def test_wrappers_are_peeled_down_to_the_test_command(tmp_path: Path) -> None:
     assert kind("pytest", "--collect-only") == "NoneType"
     assert kind("make", "test") == "Opaque: what `make` runs is not read by the audit"
     assert kind("pip", "install", "pytest") == "NoneType"
+    # A project script after a runner may run tests: unread, never "not a test command".
+    hatch = classify(
+        Invocation((Word("hatch"), Word("run"), Word("test.py${{ matrix.python }}:test", known=False)), ""), tmp_path
+    )
+    assert isinstance(hatch, Opaque) and "test.py${{ matrix.python }}:test" in hatch.why
+    assert (
+        kind("hatch", "run", "cov:all") == "Opaque: `hatch run cov:all` runs a project script the audit does not read"
+    )
+
+
+def test_path_words_known_only_when_the_job_runs_leave_every_test_they_could_reach_undecided(tmp_path: Path) -> None:
+    for module in ("tests/test_a.py", "other/test_b.py"):
+        (tmp_path / module).parent.mkdir(exist_ok=True)
+        (tmp_path / module).write_text("def test_x(): pass\n")
+    everything = PytestRun.parse(
+        (Word('"$@"', known=False),), text='pytest "$@"', cwd="", root=tmp_path, addopts_env=None
+    )
+    some = PytestRun.parse(
+        (Word("tests"), Word('"$@"', known=False)), text='pytest tests "$@"', cwd="", root=tmp_path, addopts_env=None
+    )
+    for run in (everything, some):
+        for test in ("tests/test_a.py::test_x", "other/test_b.py::test_x"):
+            decided = run.decide(NodeId.parse(test), tmp_path)
+            assert decided.verdict == "undecided" and '"$@"' in decided.why, (run.text, test, decided)
+    # Known words alone still decide: a test outside them is not run.
+    plain = PytestRun.parse((Word("tests"),), text="pytest tests", cwd="", root=tmp_path, addopts_env=None)
+    assert plain.decide(NodeId.parse("other/test_b.py::test_x"), tmp_path).verdict == "dropped"

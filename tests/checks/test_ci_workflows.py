@@ -347,3 +347,69 @@ def test_a_yaml_alias_bomb_is_an_invalid_workflow_found_fast(tmp_path: Path) -> 
     assert message == (
         ".github/workflows/ci.yml:7:7: not valid YAML: expands to more than 100000 nodes (aliases of aliases)"
     )
+
+
+MATRIX_ON = "on:\n  push:\n    branches: [main]\n"
+
+
+def test_a_strategy_without_a_matrix_is_valid_as_github_runs_it(tmp_path: Path) -> None:
+    job = JOB.replace(
+        "    runs-on: ubuntu-latest\n", "    runs-on: ubuntu-latest\n    strategy:\n      fail-fast: false\n"
+    )
+    report = survey(tmp_path, {"ci.yml": MATRIX_ON + job})
+
+    assert (report.run, report.problems, report.findings) == (3, (), ())
+
+
+def test_runs_on_from_a_matrix_mapping_and_from_case_is_read_per_entry(tmp_path: Path) -> None:
+    mapping = """\
+jobs:
+  tests:
+    strategy:
+      matrix:
+        config:
+          - {name: linux, runner: ubuntu-latest}
+          - {name: gpu, runner: {group: gpu-boxes}}
+    runs-on: ${{ matrix.config.runner }}
+    steps:
+      - run: python -m pytest -q
+"""
+    report = survey(tmp_path, {"ci.yml": MATRIX_ON + mapping})
+    [linux, gpu] = report.jobs
+    assert (linux.job, linux.runs_on, linux.state, report.run) == (
+        "tests (linux, ubuntu-latest)",
+        "ubuntu-latest",
+        "runs",
+        3,
+    )
+    assert gpu.state == "undecided" and "runner group 'gpu-boxes' cannot be checked" in gpu.why, gpu
+    picked = """\
+jobs:
+  tests:
+    strategy:
+      matrix:
+        os: [linux, mac]
+    runs-on: ${{ case(matrix.os == 'linux', 'ubuntu-latest', 'macos-14') }}
+    steps:
+      - if: matrix.os == 'linux' || matrix.os == 'windows'
+        run: python -m pytest -q tests
+      - if: ${{ matrix.os != 'linux' && github.event_name == 'push' }}
+        run: python -m pytest -q packages
+"""
+    report = survey(tmp_path / "case", {"ci.yml": MATRIX_ON + picked})
+    labels = {j.job: j.runs_on for j in report.jobs}
+    assert labels == {"tests (linux)": "ubuntu-latest", "tests (mac)": "macos-14"}, report.jobs
+    # The mac entry's step hinges on the event, known only when the workflow runs: undecided, and why.
+    assert report.run == 2
+    assert [u.test for u in report.undecided] == ["packages/x/tests/test_x.py::test_x"]
+    assert "github.event_name" in report.undecided[0].why
+
+
+def test_an_if_on_a_step_using_a_local_composite_action_holds_for_its_steps(tmp_path: Path) -> None:
+    action = "runs:\n  using: composite\n  steps:\n    - run: python -m pytest -q\n      shell: bash\n"
+    job = JOB.replace(
+        "      - run: python -m pytest -q\n", "      - if: false\n        uses: ./.github/actions/tests\n"
+    )
+    report = survey(tmp_path, {"ci.yml": MATRIX_ON + job}, {".github/actions/tests/action.yml": action})
+
+    assert report.run == 0

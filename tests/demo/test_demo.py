@@ -116,14 +116,24 @@ def test_keep_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_demo_finds_every_planted_problem_at_its_cause_and_nothing_else(tmp_path: Path) -> None:
+def test_the_demo_finds_every_planted_problem_at_its_cause_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Run as the README says, without --keep: the workspace stays in the temporary directory, where it says.
     pytest.importorskip("mlx_lm")
-    keep = tmp_path / "demo"
+    env_tmp = tmp_path / "tmp"
+    env_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(env_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
 
-    result = run(tmp_path, "demo", "--keep", str(keep))
+    result = run(tmp_path, "demo")
 
     assert result.exit_code == 0, result.output
-    [page] = (keep / "sanctum" / ".promote" / "runs").glob("*/evidence.json")
+    printed = [Path(line.strip()) for line in result.stdout.splitlines() if line.strip().endswith("evidence.md")]
+    assert printed and all(p.is_file() and env_tmp in p.parents for p in printed)
+    [workspace] = env_tmp.glob("promote-demo-*")
+    assert f"stay in {workspace} " in result.stdout and "--keep DIR" in result.stdout
+    [page] = (workspace / "sanctum" / ".promote" / "runs").glob("*/evidence.json")
     doc = json.loads(page.read_text())
     found = sorted((f["check"], f["severity"], f["subject"], f["cause"]) for f in doc["findings"])
     # DFlash2 was validated on one macOS build: any other station says so (a warning, not a planted problem).
@@ -166,21 +176,3 @@ def test_the_demo_finds_every_planted_problem_at_its_cause_and_nothing_else(tmp_
     assert "MISSED" not in out
     assert str(page.parent / "evidence.md") in out
     assert "demo: building the example workspace" in result.stderr
-
-
-def test_without_keep_the_workspace_whose_paths_it_prints_is_still_there(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytest.importorskip("mlx_lm")
-    env_tmp = tmp_path / "tmp"
-    env_tmp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(env_tmp))
-    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
-
-    result = run(tmp_path, "demo")
-
-    assert result.exit_code == 0, result.output
-    printed = [Path(line.strip()) for line in result.stdout.splitlines() if line.strip().endswith("evidence.md")]
-    assert printed and all(p.is_file() and env_tmp in p.parents for p in printed)
-    [workspace] = env_tmp.glob("promote-demo-*")
-    assert f"stay in {workspace} " in result.stdout and "--keep DIR" in result.stdout

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from promote.demo import build as demo_build
 from tests.evidence.test_browser import CHROMIUM, measure_script
 from tests.helpers.gitrepos import git
 
@@ -40,10 +41,9 @@ def promote(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Published]:
+    # The demo's workspace, built as `promote demo` builds it; its own audit is tested in tests/demo.
     where = tmp_path_factory.mktemp("demo") / "ws"
-    demo = promote(where.parent, "demo", "--keep", str(where))
-    assert demo.returncode == 0, demo.stderr[-3000:]
-    repo = where / "sanctum"
+    repo = demo_build.build(where).repo
     first = promote(repo, "audit", "--publish", "--json")
     assert first.returncode == 1, first.stderr[-3000:]
     second = promote(repo, "audit", "--json")

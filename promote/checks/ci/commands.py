@@ -86,7 +86,8 @@ def classify(inv: Invocation, root: Path) -> Classified:
         return Opaque(text, "tox.ini is not read by the audit")
     if program in _LAUNCHERS and any("test" in w.text for w in args):
         return Opaque(text, f"what `{program}` runs is not read by the audit")
-    if peeled.runner and "test" in program:
+    if peeled.runner and ("test" in program or ":" in program):
+        # `hatch run ENV:SCRIPT`, `pdm run test`: a script of the project's own, whatever its name says.
         return Opaque(text, f"`{peeled.runner} {program}` runs a project script the audit does not read")
     return None
 
@@ -108,7 +109,8 @@ def _peel(inv: Invocation, text: str) -> _Peeled | Opaque | None:
         head = peeled.argv[0]
         name = posixpath.basename(head.text)
         if not head.known:
-            if any(w.text in ("pytest", "unittest", "nox", "tox") for w in peeled.argv):
+            if peeled.runner or any(w.text in ("pytest", "unittest", "nox", "tox") for w in peeled.argv):
+                # After `hatch run` or `pdm run` it names a project script: it may run tests, so it is never "none".
                 return Opaque(text, f"`{head.text}` is not known before the job runs")
             return None
         if name in _WRAPPERS or name in _RUNNERS:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>-?\d+(?:\.\d+)?)|(?P<op>==|!=|<=|>=|&&|\|\||[!<>(),\[\].*])"
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_-]*))"
 )
+MAX_DEPTH = 64
+MAX_TOKENS = 4096
 _WRAPPED = re.compile(r"\s*\$\{\{(.*)\}\}\s*", re.S)
 # A job-level status function, as in a normal run where everything before it succeeded.
 _STATUS = {"success": True, "always": True, "cancelled": False, "failure": False}
@@ -19,7 +24,8 @@ class _Unknown:
         self.why = why
 
 
-Value = str | float | bool | None | _Unknown
+# Lists and mappings come from the matrix and from fromJSON; comparisons and functions read them as GitHub does.
+Value = str | float | bool | None | list[Any] | dict[str, Any] | _Unknown
 
 
 @dataclass(frozen=True)
@@ -32,7 +38,7 @@ class Truth:
 
 
 class _Parser:
-    def __init__(self, text: str, repository: str | None) -> None:
+    def __init__(self, text: str, repository: str | None, matrix: Mapping[str, Any] | None = None) -> None:
         self.tokens: list[str] = []
         pos = 0
         while pos < len(text) and not text[pos:].isspace():
@@ -41,8 +47,16 @@ class _Parser:
                 raise ValueError(f"cannot read {text[pos:]!r}")
             self.tokens.append(m.group(m.lastgroup or 0))
             pos = m.end()
+        depth = most = 0
+        for token in self.tokens:
+            depth += (token in ("(", "[")) - (token in (")", "]"))
+            most = max(most, depth)
+        if most > MAX_DEPTH or len(self.tokens) > MAX_TOKENS or "!" * MAX_DEPTH in text.replace(" ", ""):
+            # Each level is a frame of the parser: a hostile workflow must not exhaust the stack.
+            raise ValueError(f"nested deeper than {MAX_DEPTH} levels or longer than {MAX_TOKENS} tokens")
         self.pos = 0
         self.repository = repository
+        self.matrix = matrix
         self.used_repository = False
 
     def peek(self) -> str | None:
@@ -96,13 +110,18 @@ class _Parser:
             self.take(")")
             return self.call(token, args)
         path = token
+        keys: list[Value] = []
         while self.peek() in (".", "["):
             if self.take() == ".":
-                path += "." + self.take()
+                key: Value = self.take()
+                path += f".{key}"
             else:
-                index = self.binary(0)
+                key = self.binary(0)
                 self.take("]")
-                path += f"[{index!r}]"
+                path += f"[{key!r}]"
+            keys.append(key)
+        if token == "matrix" and self.matrix is not None:
+            return _index(dict(self.matrix), keys)
         return self.context(path)
 
     def context(self, path: str) -> Value:
@@ -116,15 +135,96 @@ class _Parser:
     def call(self, name: str, args: list[Value]) -> Value:
         if name in _STATUS and not args:
             return _STATUS[name]
+        if name == "case":
+            return _case(args)
         unknown = next((a for a in args if isinstance(a, _Unknown)), None)
         if unknown is not None:
             return unknown
-        if name in ("contains", "startsWith", "endsWith") and len(args) == 2:
-            hay, needle = (str(a).casefold() for a in args)
-            return {"contains": needle in hay, "startsWith": hay.startswith(needle), "endsWith": hay.endswith(needle)}[
-                name
-            ]
-        return _Unknown(f"`{name}(...)` is not evaluated by the audit")
+        return _function(name, args)
+
+
+def _function(name: str, args: list[Value]) -> Value:
+    """GitHub's functions on known values; one the audit does not evaluate is unknown, by name."""
+    if name == "contains" and len(args) == 2 and isinstance(args[0], list):
+        return any(_equal(item, args[1]) for item in args[0])
+    if name in ("contains", "startsWith", "endsWith") and len(args) == 2:
+        hay, needle = (_str(a).casefold() for a in args)
+        return {"contains": needle in hay, "startsWith": hay.startswith(needle), "endsWith": hay.endswith(needle)}[name]
+    if name == "fromJSON" and len(args) == 1 and isinstance(args[0], str):
+        try:
+            loaded = json.loads(args[0])
+        except ValueError:
+            return _Unknown(f"fromJSON({args[0]!r}) is not JSON")
+        return float(loaded) if isinstance(loaded, int) and not isinstance(loaded, bool) else loaded
+    if name == "format" and args and isinstance(args[0], str):
+        text = args[0]
+        for i, arg in enumerate(args[1:]):
+            text = text.replace("{" + str(i) + "}", _str(arg))
+        return text
+    if name == "join" and args and isinstance(args[0], list):
+        return (_str(args[1]) if len(args) > 1 else ",").join(_str(a) for a in args[0])
+    return _Unknown(f"`{name}(...)` is not evaluated by the audit")
+
+
+def _case(args: list[Value]) -> Value:
+    """`case(pred1, value1, ..., default)`: the value of the first true predicate, else the default."""
+    if len(args) < 3 or len(args) % 2 == 0:
+        return _Unknown("`case(...)` takes pairs of a condition and a value, then a default")
+    for pred, value in zip(args[0:-1:2], args[1:-1:2], strict=True):
+        if isinstance(pred, _Unknown):
+            return pred
+        if _truthy(pred):
+            return value
+    return args[-1]
+
+
+def _index(value: Value, keys: list[Value]) -> Value:
+    """`matrix.a.b` or `matrix['a']`: a missing key is null, as GitHub reads it."""
+    for key in keys:
+        if isinstance(key, _Unknown):
+            return key
+        if isinstance(value, dict):
+            value = value.get(_str(key))
+        elif isinstance(value, list) and isinstance(key, float) and 0 <= key < len(value):
+            value = value[int(key)]
+        else:
+            return None
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _str(value: Value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else str(value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return "" if value is None or isinstance(value, _Unknown) else value
+
+
+def _number(value: Value) -> float | None:
+    """GitHub's coercion to a number when the two sides of a comparison differ in type."""
+    if isinstance(value, bool):
+        return float(value)
+    if value is None:
+        return 0.0
+    if isinstance(value, float):
+        return value
+    if isinstance(value, str):
+        try:
+            return float(value) if value.strip() else 0.0
+        except ValueError:
+            return None  # NaN: equal to nothing
+    return None
+
+
+def _equal(left: Value, right: Value) -> bool:
+    if isinstance(left, str) and isinstance(right, str):
+        return left.casefold() == right.casefold()
+    if type(left) is type(right):
+        return bool(left == right)
+    a, b = _number(left), _number(right)
+    return a is not None and b is not None and a == b
 
 
 def _truthy(value: Value) -> bool:
@@ -145,16 +245,17 @@ def _apply(op: str, left: Value, right: Value) -> Value:
     if isinstance(right, _Unknown):
         return right
     if op in ("==", "!="):
-        both_text = isinstance(left, str) and isinstance(right, str)
-        same = str(left).casefold() == str(right).casefold() if both_text else left == right
+        same = _equal(left, right)
         return same if op == "==" else not same
-    if isinstance(left, float) and isinstance(right, float):
-        return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
+    a, b = (left, right) if isinstance(left, float) and isinstance(right, float) else (_number(left), _number(right))
+    if isinstance(a, float) and isinstance(b, float):
+        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
     return _Unknown(f"comparing {left!r} {op} {right!r}")
 
 
-def evaluate_if(condition: object, repository: str | None) -> Truth:
-    """Whether a job or step with `if: condition` runs in `repository` (owner/name, None when unknown)."""
+def evaluate_if(condition: object, repository: str | None, matrix: Mapping[str, Any] | None = None) -> Truth:
+    """Whether a job or step with `if: condition` runs in `repository` (owner/name, None when unknown), for one
+    matrix entry (`matrix`; None where the matrix context does not exist)."""
     if condition is None:
         return Truth(True)
     if isinstance(condition, bool):
@@ -165,8 +266,8 @@ def evaluate_if(condition: object, repository: str | None) -> Truth:
         text = m.group(1)
     elif "${{" in text:
         return Truth(None, f"`if: {condition}` mixes text and expressions")
-    parser = _Parser(text, repository)
     try:
+        parser = _Parser(text, repository, matrix)
         value = parser.binary(0)
         if parser.peek() is not None:
             raise ValueError(f"unexpected {parser.peek()!r}")
@@ -175,3 +276,20 @@ def evaluate_if(condition: object, repository: str | None) -> Truth:
     if isinstance(value, _Unknown):
         return Truth(None, f"`if: {condition}`: {value.why}", parser.used_repository)
     return Truth(_truthy(value), f"`if: {condition}`", parser.used_repository)
+
+
+def evaluate_value(text: str, repository: str | None, matrix: Mapping[str, Any] | None) -> tuple[Any, str]:
+    """The value of a whole `${{ expression }}` (a `runs-on`, say) and "", or (None, why it is unknown)."""
+    m = _WRAPPED.fullmatch(text)
+    if m is None:
+        return None, f"`{text}` is not one expression"
+    try:
+        parser = _Parser(m.group(1), repository, matrix)
+        value = parser.binary(0)
+        if parser.peek() is not None:
+            raise ValueError(f"unexpected {parser.peek()!r}")
+    except ValueError as e:
+        return None, f"`{text}` cannot be read ({e})"
+    if isinstance(value, _Unknown):
+        return None, f"`{text}`: {value.why}"
+    return _str(value) if isinstance(value, (float, bool)) else value, ""

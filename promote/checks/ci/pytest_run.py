@@ -97,6 +97,9 @@ class PytestRun:
     markexpr: str | None = None
     unreadable: tuple[str, ...] = ()
     runs_tests: bool = True
+    # Path words known only when the job runs (`"$@"`, `$TESTS`): they may name any test, or none (and then
+    # pytest's own default applies), so a test outside the known paths is undecided, never dropped.
+    open_paths: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, args: tuple[Word, ...], *, text: str, cwd: str, root: Path, addopts_env: Word | None) -> PytestRun:
@@ -157,6 +160,7 @@ class PytestRun:
             markexpr=mark.text if mark is not None and mark.known and mark.text.strip() else None,
             unreadable=tuple(dict.fromkeys(unreadable)),
             runs_tests=not any(f in NO_RUN for f in scan.flags),
+            open_paths=tuple(w.text for w in scan.positional if not w.known),
         )
 
     def decide(self, test: NodeId, root: Path) -> Decision:
@@ -164,6 +168,9 @@ class PytestRun:
         if not self.runs_tests:
             return Decision("dropped", f"`{self.text}` only collects, it runs no test", scope=True)
         if not any(_selects(p, test) for p, _ in self.paths):
+            if self.open_paths:
+                unknown = ", ".join(f"`{w}`" for w in self.open_paths)
+                return Decision("undecided", f"{unknown} may select it: not known before the job runs")
             shown = ", ".join(s for _, s in self.paths) or "none"
             return Decision("dropped", f"not under the paths `{self.text}` selects ({shown})", scope=True)
         for rel, shown in self.ignore:

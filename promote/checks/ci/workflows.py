@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from promote.checks.ci import bounded_yaml, schema
-from promote.checks.ci.expr import Truth, evaluate_if
+from promote.checks.ci.expr import Truth, evaluate_if, evaluate_value
 from promote.checks.ci.terms import WORKSPACE, normalize
 from promote.checks.ci.triggers import Event, Trigger, read_on
 
@@ -147,13 +147,24 @@ def _job(
     env = {**_mapping(workflow.get("env")), **_mapping(raw.get("env"))}
     out = []
     for combo in entries:
-        labels, why = _labels(_substitute(raw["runs-on"], combo))
+        labels, why = _runs_on(raw["runs-on"], combo, repo)
         if labels is None and isinstance(combos, str):
             why = combos
-        name = f"{job_id} ({', '.join(_text(v) for v in combo.values())})" if combo else job_id
+        name = f"{job_id} ({_shown(list(combo.values()))})" if combo else job_id
         steps = _steps(root, raw.get("steps"), combo, env, defaults, repo)
         out.append(Job(source, name, labels, why, condition, tuple(steps), trigger=trigger))
     return out
+
+
+def _runs_on(raw: object, combo: dict[str, Any] | None, repo: str | None) -> tuple[tuple[str, ...] | None, str]:
+    """The labels of one matrix entry's runner: matrix values (a mapping too) and whole expressions evaluated."""
+    runs_on = _substitute(raw, combo)
+    if isinstance(runs_on, str) and "${{" in runs_on:
+        value, why = evaluate_value(runs_on, repo, combo)
+        if value is None:
+            return None, why
+        runs_on = value
+    return _labels(runs_on)
 
 
 def _steps(
@@ -163,17 +174,21 @@ def _steps(
     env: dict[str, object],
     defaults: dict[str, Any],
     repo: str | None,
+    outer: Truth | None = None,
 ) -> list[Step]:
+    """`outer`: the `if:` of the step that used a local composite action, which holds for each of its steps."""
     out: list[Step] = []
     for step in raw if isinstance(raw, list) else []:
         if not isinstance(step, dict):
             continue
         step_env = {**env, **_mapping(step.get("env"))}
-        condition = evaluate_if(step.get("if"), repo)
+        condition = evaluate_if(step.get("if"), repo, combo)
+        if outer is not None and (outer.value is False or (outer.value is None and condition.value is not False)):
+            condition = outer
         uses = step.get("uses")
         if isinstance(uses, str) and uses.startswith("./"):
             action = _composite(root, uses)
-            out.extend(_steps(root, action, combo, step_env, defaults, repo))
+            out.extend(_steps(root, action, combo, step_env, defaults, repo, condition))
             continue
         script = step.get("run")
         if not isinstance(script, str):
@@ -244,6 +259,15 @@ def _lookup(combo: dict[str, Any], dotted: str) -> object:
     return value
 
 
+def _shown(value: object) -> str:
+    """A matrix entry's values as GitHub names the job: a mapping or a list by its values, in order."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return ", ".join(_shown(v) for v in value)
+    return _text(value)
+
+
 def _text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -255,7 +279,7 @@ def _substitute(value: Any, combo: dict[str, Any] | None) -> Any:
         return value
     if isinstance(value, str):
         whole = _MATRIX_REF.fullmatch(value.strip())
-        if whole and isinstance(found := _lookup(combo, whole.group(1)), list):
+        if whole and isinstance(found := _lookup(combo, whole.group(1)), (list, dict)):
             return found
         return _MATRIX_REF.sub(lambda m: _text(_lookup(combo, m.group(1))), value)
     if isinstance(value, list):
