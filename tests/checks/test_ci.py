@@ -358,14 +358,14 @@ def test_ini_addopts_working_directory_and_repository_scripts_are_followed(tmp_p
 
 
 def test_launchers_the_audit_cannot_read_make_the_outcome_undecided(tmp_path: Path) -> None:
-    workflow = "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: tox -e py311\n"
+    workflow = "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: just test\n"
     cfg = workspace(tmp_path, {**SOURCES, ".github/workflows/t.yml": workflow})
 
     outcome = ci_outcome(survey_ci(tmp_path, cfg, COLLECTED))
 
     assert outcome.status == "undecided"
     assert outcome.reason == (
-        "7 of 7 test ids cannot be decided: `tox -e py311`: tox.ini is not read by the audit in job `t` of "
+        "7 of 7 test ids cannot be decided: `just test`: what `just` runs is not read by the audit in job `t` of "
         ".github/workflows/t.yml"
     )
 

@@ -12,6 +12,7 @@ from promote.checks.ci.expr import evaluate_if
 from promote.checks.ci.pytest_run import PytestRun
 from promote.checks.ci.shell import Invocation, invocations
 from promote.checks.ci.terms import NodeId, Word
+from promote.checks.ci.tools import ToolCall
 from promote.checks.ci.unittest_run import UnittestRun
 
 
@@ -143,16 +144,14 @@ def test_wrappers_are_peeled_down_to_the_test_command(tmp_path: Path) -> None:
     assert kind("timeout", "600", "env", "A=1", "coverage", "run", "--branch", "-m", "pytest") == "PytestRun"
     assert kind(".venv/bin/python3.11", "-X", "dev", "-m", "unittest") == "UnittestRun"
     assert kind("pytest", "--collect-only") == "NoneType"
-    assert kind("make", "test") == "Opaque: what `make` runs is not read by the audit"
+    assert kind("make", "test") == "ToolCall"  # make is asked what it runs (tests/checks/test_ci_tools.py)
+    assert kind("just", "test") == "Opaque: what `just` runs is not read by the audit"
     assert kind("pip", "install", "pytest") == "NoneType"
-    # A project script after a runner may run tests: unread, never "not a test command".
-    hatch = classify(
-        Invocation((Word("hatch"), Word("run"), Word("test.py${{ matrix.python }}:test", known=False)), ""), tmp_path
-    )
-    assert isinstance(hatch, Opaque) and "test.py${{ matrix.python }}:test" in hatch.why
-    assert (
-        kind("hatch", "run", "cov:all") == "Opaque: `hatch run cov:all` runs a project script the audit does not read"
-    )
+    # A project script after a runner may run tests: hatch is asked; another runner's is unread, never "none".
+    unknown = Word("test.py${{ matrix.python }}:test", known=False)
+    assert isinstance(classify(Invocation((Word("hatch"), Word("run"), unknown), ""), tmp_path), ToolCall)
+    assert kind("hatch", "run", "cov:all") == "ToolCall"
+    assert kind("pdm", "run", "test") == "Opaque: `pdm run test` runs a project script the audit does not read"
 
 
 def test_path_words_known_only_when_the_job_runs_leave_every_test_they_could_reach_undecided(tmp_path: Path) -> None:

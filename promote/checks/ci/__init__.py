@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from promote.checks.ci.jobs import RUNS_HERE, JobPlan, plan
-from promote.checks.ci.nox import Noxfile
+from promote.checks.ci.jobs import RUNS_HERE, JobPlan, Readers, plan
 from promote.checks.ci.reasons import Reason, sentence, subject_of
 from promote.checks.ci.terms import NodeId
+from promote.checks.ci.tools import Tools
 from promote.checks.ci.workflows import WORKFLOWS, read_workflows
 from promote.config import Config
 from promote.core.errors import PromoteError
@@ -68,6 +68,7 @@ class JobReport:
     why: str
     commands: tuple[str, ...]
     tests_run: int
+    missing_tools: tuple[str, ...] = ()  # tools its commands need to be read, not installed where promote runs
 
 
 @dataclass(frozen=True)
@@ -106,12 +107,13 @@ def repository_of(root: Path, configured: str | None) -> str | None:
     return f"{m.group(1)}/{m.group(2)}" if m else None
 
 
-def survey_ci(root: Path, config: Config, collected: Sequence[str]) -> CIReport:
-    """Read the workflows and decide, for every test id in `collected`, whether some CI job runs it."""
+def survey_ci(root: Path, config: Config, collected: Sequence[str], *, tool_path: str | None = None) -> CIReport:
+    """Read the workflows and decide, for every test id in `collected`, whether some CI job runs it. `tool_path`:
+    where tox, make and hatch are looked for (default: beside promote's interpreter, then PATH)."""
     repository = repository_of(root, config.ci.repository)
     jobs, problems = read_workflows(root, repository, config.trunk)
-    noxfiles: dict[str, Noxfile | str] = {}
-    plans = [plan(job, root, config.ci, repository, noxfiles) for job in jobs]
+    readers = Readers(root, {}, Tools(root, tool_path))
+    plans = [plan(job, config.ci, repository, readers) for job in jobs]
     testing = [p for p in plans if p.commands]
     run_by: Counter[int] = Counter()
     not_run: list[NotRun] = []
@@ -169,6 +171,8 @@ def outcome(r: CIReport) -> CIOutcome:
         evidence.append(f"job `{j.job}` of {j.source} on [{j.runs_on}]{state}{count}")
         evidence += [f"  `{c}`" for c in j.commands]
     evidence.append(f"{len(running)} job(s) run {r.run} of {r.collected} test ids")
+    for tool, n in Counter(t for j in r.jobs for t in j.missing_tools).items():
+        evidence.append(f"{tool} is not installed where promote runs: {n} job(s) unread (install it beside promote)")
     for reason, n in Counter(u.reason for u in r.undecided).most_common():
         evidence.append(f"{n} test id(s) undecided: {sentence(reason)}")
     errors = [f for f in r.findings if f.severity == "error"]
@@ -241,4 +245,6 @@ def _counted(tests: list[NotRun], per_module: Counter[str], shown: int = 10, nam
 
 def _report(p: JobPlan, tests_run: int) -> JobReport:
     runs_on = ", ".join(p.job.labels) if p.job.labels is not None else "unknown"
-    return JobReport(p.job.source, p.job.name, runs_on, p.state, p.why, tuple(c.text for c in p.commands), tests_run)
+    missing = tuple(dict.fromkeys(c.missing for c in p.commands if c.missing))
+    commands = tuple(c.text for c in p.commands)
+    return JobReport(p.job.source, p.job.name, runs_on, p.state, p.why, commands, tests_run, missing)

@@ -11,6 +11,7 @@ from typing import Literal
 from promote.checks.ci.pytest_run import PytestRun
 from promote.checks.ci.shell import Invocation
 from promote.checks.ci.terms import Word, normalize, show
+from promote.checks.ci.tools import ToolCall
 from promote.checks.ci.unittest_run import UnittestRun
 
 _PYTHON = re.compile(r"(python[0-9.]*|pypy[0-9.]*|py)")
@@ -48,7 +49,7 @@ class Opaque:
     why: str
 
 
-Classified = PytestRun | UnittestRun | NoxCall | Opaque | None
+Classified = PytestRun | UnittestRun | NoxCall | ToolCall | Opaque | None
 
 
 @dataclass
@@ -82,12 +83,17 @@ def classify(inv: Invocation, root: Path) -> Classified:
     if program == "nox":
         assert cwd is not None
         return _nox(args, text, cwd)
-    if program == "tox":
-        return Opaque(text, "tox.ini is not read by the audit")
+    if program in ("tox", "make"):
+        # Each tells the commands it would run (tools.py asks it): `make docs` may run pytest too.
+        if cwd is None:
+            return Opaque(text, "it runs in a directory the audit cannot follow (`cd` to an unknown place)")
+        return ToolCall(text, "tox" if program == "tox" else "make", cwd, args)
     if program in _LAUNCHERS and any("test" in w.text for w in args):
         return Opaque(text, f"what `{program}` runs is not read by the audit")
+    if peeled.runner == "hatch run" and ("test" in program or ":" in program) and cwd is not None:
+        return ToolCall(text, "hatch", cwd, tuple(argv))
     if peeled.runner and ("test" in program or ":" in program):
-        # `hatch run ENV:SCRIPT`, `pdm run test`: a script of the project's own, whatever its name says.
+        # `pdm run test`, `pixi run test`: a script of the project's own, whatever its name says.
         return Opaque(text, f"`{peeled.runner} {program}` runs a project script the audit does not read")
     return None
 
@@ -102,12 +108,15 @@ def _addopts(inv: Invocation, extra_env: dict[str, str]) -> Word | None:
     return Word(addopts) if addopts is not None else Word("$PYTEST_ADDOPTS", known=False)
 
 
-def _peel(inv: Invocation, text: str) -> _Peeled | Opaque | None:
+def _peel(inv: Invocation, text: str) -> _Peeled | Opaque | ToolCall | None:
     """Peel wrappers (`sudo`, `env X=1`, `uv run`, `coverage run -m`, `python -m`) down to the program."""
     peeled = _Peeled(list(inv.argv), inv.cwd)
     while peeled.argv:
         head = peeled.argv[0]
         name = posixpath.basename(head.text)
+        if not head.known and peeled.runner == "hatch run" and peeled.cwd is not None:
+            # `hatch run test.py${{ matrix.python }}:test` outside a matrix: hatch says it is only known then.
+            return ToolCall(text, "hatch", peeled.cwd, tuple(peeled.argv))
         if not head.known:
             if peeled.runner or any(w.text in ("pytest", "unittest", "nox", "tox") for w in peeled.argv):
                 # After `hatch run` or `pdm run` it names a project script: it may run tests, so it is never "none".

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from promote.checks.ci.commands import NoxCall, Opaque, classify
+from promote.checks.ci.commands import Classified, NoxCall, Opaque, classify
 from promote.checks.ci.nox import Noxfile
 from promote.checks.ci.pytest_run import PytestRun
 from promote.checks.ci.reasons import Reason, job_subject
-from promote.checks.ci.shell import invocations
+from promote.checks.ci.shell import Invocation, invocations
 from promote.checks.ci.terms import RUN, Decision, NodeId, label
+from promote.checks.ci.tools import Tools
 from promote.checks.ci.unittest_run import UnittestRun
 from promote.checks.ci.workflows import Job
 from promote.config import CIConfig
@@ -21,6 +22,8 @@ from promote.core.vocab import RUNS_HERE as RUNS_HERE
 
 HOSTED = ("ubuntu-*", "macos-*", "windows-*")
 MAX_SCRIPT_BYTES = 1_000_000
+# A tool that calls a tool (make -> tox -> pytest): followed this many levels.
+MAX_DEPTH = 4
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,7 @@ class Command:
     text: str
     run: PytestRun | UnittestRun | None
     why: str = ""  # why it cannot be read, or why its step may not run
+    missing: str = ""  # the tool that would tell what it runs, not installed where promote runs
 
     def decide(self, test: NodeId, root: Path) -> Decision:
         if self.run is None:
@@ -62,7 +66,7 @@ class JobPlan:
             if self.state != NEVER and trigger.filtered() and not trigger.fires_for(test.module):
                 return Reason("not-started", self.job, (test.module,))
             return None if self.state == RUNS_HERE else self.reach
-        undecided = tuple(dict.fromkeys(d.why for d in decisions if d.verdict == UNDECIDED))
+        undecided = _grouped_whys(self.commands, decisions)
         if undecided and self.state != NEVER:
             return Reason("commands-undecided", self.job, undecided)
         if undecided:  # the job never runs here, whatever its commands would select
@@ -83,6 +87,22 @@ class JobPlan:
         return job_subject(self.job)
 
 
+def _grouped_whys(commands: Sequence[Command], decisions: Sequence[Decision]) -> tuple[str, ...]:
+    """Why each undecided command is so; unread commands for the same reason said once, with their texts."""
+    unread: dict[str, list[str]] = {}
+    whys: list[str] = []
+    for command, decision in zip(commands, decisions, strict=True):
+        if decision.verdict != UNDECIDED:
+            continue
+        if command.run is None:
+            if command.why not in unread:
+                whys.append(command.why)
+            unread.setdefault(command.why, []).append(f"`{command.text}`")
+        else:
+            whys.append(decision.why)
+    return tuple(dict.fromkeys(f"{', '.join(unread[w])}: {w}" if w in unread else w for w in whys))
+
+
 def available(label_: str, ci: CIConfig) -> bool:
     """A runner label this repository has: configured, or a GitHub-hosted one (unless configured otherwise)."""
     name = label_.casefold()
@@ -91,9 +111,18 @@ def available(label_: str, ci: CIConfig) -> bool:
     return ci.hosted_available and name != "self-hosted" and any(fnmatch.fnmatchcase(name, p) for p in HOSTED)
 
 
-def plan(job: Job, root: Path, ci: CIConfig, repository: str | None, noxfiles: dict[str, Noxfile | str]) -> JobPlan:
+@dataclass
+class Readers:
+    """What the jobs of one audit share: each noxfile read once, each tool asked each question once."""
+
+    root: Path
+    noxfiles: dict[str, Noxfile | str]
+    tools: Tools
+
+
+def plan(job: Job, ci: CIConfig, repository: str | None, readers: Readers) -> JobPlan:
     """Reachability and test commands of `job`."""
-    commands = tuple(_commands(job, root, noxfiles))
+    commands = tuple(_commands(job, readers))
     if job.trigger.guards is False:
         return JobPlan(job, NEVER, job.trigger.why, commands)
     cond = job.condition
@@ -123,7 +152,7 @@ def plan(job: Job, root: Path, ci: CIConfig, repository: str | None, noxfiles: d
     return JobPlan(job, RUNS_HERE, "", commands)
 
 
-def _commands(job: Job, root: Path, noxfiles: dict[str, Noxfile | str]) -> list[Command]:
+def _commands(job: Job, readers: Readers) -> list[Command]:
     out: list[Command] = []
     if job.calls:
         out.append(Command(f"uses: {job.calls}", None, "a reusable workflow of another repository is not read"))
@@ -135,33 +164,44 @@ def _commands(job: Job, root: Path, noxfiles: dict[str, Noxfile | str]) -> list[
             if "pytest" in step.script or "unittest" in step.script:
                 out.append(Command(step.script.strip().splitlines()[0], None, step.opaque))
             continue
-        for inv in invocations(step.script, cwd=step.cwd, env=dict(step.env), read_script=_reader(root)):
-            found = classify(inv, root)
-            if isinstance(found, Opaque):
-                out.append(Command(found.text, None, found.why))
-            elif isinstance(found, NoxCall):
-                out.extend(_nox(found, root, noxfiles, maybe))
-            elif found is not None:
-                out.append(Command(found.text, found, maybe))
+        read = _reader(readers.root)
+        for inv in invocations(step.script, cwd=step.cwd, env=dict(step.env), read_script=read):
+            out.extend(_expand(classify(inv, readers.root), readers, maybe, ""))
     return out
 
 
-def _nox(call: NoxCall, root: Path, noxfiles: dict[str, Noxfile | str], maybe: str) -> list[Command]:
-    if call.noxfile not in noxfiles:
-        noxfiles[call.noxfile] = Noxfile.read(root, call.noxfile)
-    noxfile = noxfiles[call.noxfile]
+def _expand(found: Classified, readers: Readers, maybe: str, via: str, depth: int = 0) -> list[Command]:
+    """The test commands one classified command stands for: nox sessions and tools' commands followed (`via`:
+    the chain of commands that led here, shown with each)."""
+    if found is None:
+        return []
+    text = f"{via}: {found.text})" if via else found.text
+    if isinstance(found, Opaque):
+        return [Command(text, None, found.why)]
+    if isinstance(found, (PytestRun, UnittestRun)):
+        return [Command(text, found, maybe)]
+    if depth >= MAX_DEPTH:
+        return [Command(text, None, f"more than {MAX_DEPTH} tools deep, not followed")]
+    if isinstance(found, NoxCall):
+        runs, unreadable = _nox_runs(found, readers)
+        out = [Command(text, None, r) for r in unreadable]
+    else:
+        answer = readers.tools.ask(found)
+        missing = found.tool if answer.missing else ""
+        runs, out = list(answer.runs), ([Command(text, None, answer.why, missing)] if answer.why else [])
+    for where, inv in runs:
+        out += _expand(classify(inv, readers.root), readers, maybe, f"{text} ({where}", depth + 1)
+    return out
+
+
+def _nox_runs(call: NoxCall, readers: Readers) -> tuple[list[tuple[str, Invocation]], list[str]]:
+    if call.noxfile not in readers.noxfiles:
+        readers.noxfiles[call.noxfile] = Noxfile.read(readers.root, call.noxfile)
+    noxfile = readers.noxfiles[call.noxfile]
     if isinstance(noxfile, str):
-        return [Command(call.text, None, noxfile)]
+        return [], [noxfile]
     runs, unreadable = noxfile.expand(call)
-    out = [Command(call.text, None, r) for r in unreadable]
-    for session, inv in runs:
-        found = classify(inv, root)
-        text = f"{call.text} (session {session}: {found.text if found else ''})"
-        if isinstance(found, Opaque):
-            out.append(Command(text, None, found.why))
-        elif isinstance(found, (PytestRun, UnittestRun)):
-            out.append(Command(text, found, maybe))
-    return out
+    return [(f"session {session}", inv) for session, inv in runs], unreadable
 
 
 def _reader(root: Path) -> Callable[[str], str | None]:

@@ -1,0 +1,223 @@
+"""Ask tox, make and hatch which commands they would run, rather than guess from their files.
+
+Each tool is asked the way a user would ask it, without running a test: `tox config` (the resolved `commands`
+and `change_dir` of each environment, `{posargs}` filled in), `make --dry-run TARGET`, and `hatch env show
+--json` (each environment's scripts, expanded). Asking runs the repository's own configuration code (a
+Makefile's `$(shell ...)`, a hatch plugin), as `promote test` runs its tests: it is bounded in time and output.
+A tool that is not installed where promote runs is said to be so, once per tool, never guessed around.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from promote.checks.ci.shell import Invocation, invocations
+from promote.checks.ci.terms import Word
+from promote.core.process import run_bounded
+
+Tool = Literal["tox", "make", "hatch"]
+TIMEOUT_S = 30.0
+MAX_OUTPUT = 1_000_000
+# A word known only when the job runs, passed to the tool in its place and read back as unknown.
+_HOLE = "__promote_unknown_{}__"
+_HOLES = re.compile(r"__promote_unknown_(\d+)__")
+_ENTERING = re.compile(r"^make(?:\[\d+\])?: Entering directory ['`](.*)'$")
+_LEAVING = re.compile(r"^make(?:\[\d+\])?: Leaving directory")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A command of a tool that can tell what it runs: `tox -e py`, `make test`, `hatch run test:cov`."""
+
+    text: str
+    tool: Tool
+    cwd: str
+    args: tuple[Word, ...]  # what follows the program (for hatch, what follows `run`)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the tool said it runs: (label, invocation) per command, or why it could not tell."""
+
+    runs: tuple[tuple[str, Invocation], ...] = ()
+    why: str = ""
+    missing: bool = False  # the tool is not installed where promote runs
+
+
+@dataclass
+class Tools:
+    """Asks each tool once per question within one audit (matrix entries repeat the same commands).
+
+    `path`: where the tools are looked for; by default beside promote's own interpreter (its venv), then PATH.
+    """
+
+    root: Path
+    path: str | None = None
+    asked: dict[tuple[str, str, tuple[Word, ...]], Answer] = field(default_factory=dict)
+
+    def ask(self, call: ToolCall) -> Answer:
+        key = (call.tool, call.cwd, call.args)
+        if key not in self.asked:
+            program = installed(call.tool, self.path)
+            if program is None:
+                self.asked[key] = Answer(why=f"{call.tool} is not installed where promote runs", missing=True)
+            else:
+                self.asked[key] = {"tox": _tox, "make": _make, "hatch": _hatch}[call.tool](self.root, program, call)
+        return self.asked[key]
+
+
+def installed(tool: Tool, path: str | None = None) -> str | None:
+    """The tool's program, looked for in `path` (default: beside promote's own interpreter, then PATH)."""
+    if path is None:
+        path = os.pathsep.join((str(Path(sys.executable).parent), os.environ.get("PATH", "")))
+    return shutil.which(tool, path=path)
+
+
+def _holes(args: Sequence[Word]) -> list[str]:
+    return [a.text if a.known else _HOLE.format(i) for i, a in enumerate(args)]
+
+
+def _words(argv: Sequence[str], args: Sequence[Word]) -> tuple[Word, ...]:
+    out = []
+    for a in argv:
+        hole = _HOLES.search(a)
+        out.append(Word(args[int(hole.group(1))].text, known=False) if hole else Word(a))
+    return tuple(out)
+
+
+def _ran(root: Path, call: ToolCall, argv: list[str]) -> tuple[str, str]:
+    """(stdout, "") of the question, or ("", why it failed)."""
+    try:
+        done = run_bounded(argv, cwd=root / call.cwd, timeout=TIMEOUT_S, die_with_promote=True)
+    except OSError as e:
+        return "", f"{call.tool} could not be started: {e}"
+    if done.status is None:
+        return "", f"{call.tool} did not answer within {TIMEOUT_S:g} s"
+    if not done.ok:
+        return "", f"{call.tool} could not tell: {done.reason}"
+    return done.stdout[:MAX_OUTPUT], ""
+
+
+def _tox(root: Path, program: str, call: ToolCall) -> Answer:
+    args = list(call.args)
+    if args and args[0].text in ("run", "r", "run-parallel", "p", "exec", "e"):
+        args = args[1:]
+    envs, posargs, i = "", [], 0
+    while i < len(args):
+        word = args[i]
+        if word.text == "--":
+            posargs = args[i + 1 :]
+            break
+        if word.text in ("-e", "--env") and i + 1 < len(args):
+            if not args[i + 1].known:
+                return Answer(why=f"the tox environment `{args[i + 1].text}` is only known when the job runs")
+            envs = args[i + 1].text
+            i += 1
+        elif word.text.startswith(("-e", "--env=")) and word.known:
+            envs = word.text.split("=", 1)[1] if "=" in word.text else word.text[2:]
+        i += 1
+    argv = [program, "config", "--no-provision", "-k", "commands", "change_dir"]
+    argv += ["-e", envs] if envs else []
+    out, why = _ran(root, call, [*argv, "--", *_holes(posargs)] if posargs else argv)
+    if why:
+        return Answer(why=why)
+    runs: list[tuple[str, Invocation]] = []
+    for env, values in _sections(out).items():
+        cwd = _relative(root, values.get("change_dir", ""))
+        for line in values.get("commands", "").splitlines():
+            try:
+                argv_ = shlex.split(line)
+            except ValueError:
+                return Answer(why=f"tox environment {env}: `{line}` cannot be split into words")
+            if argv_:
+                runs.append((f"tox env {env}", Invocation(_words(argv_, posargs), cwd)))
+    return Answer(tuple(runs)) if runs else Answer(why="tox names no command for these environments")
+
+
+def _sections(text: str) -> dict[str, dict[str, str]]:
+    """`[testenv:NAME]` sections of `tox config`: each key's value, continuation lines joined by newlines."""
+    found: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    key = ""
+    for line in text.splitlines():
+        if line.startswith("[testenv:") and line.endswith("]"):
+            current = found.setdefault(line[len("[testenv:") : -1], {})
+        elif line.startswith("["):
+            current = None
+        elif current is not None and line.startswith(" ") and key:
+            current[key] = (current[key] + "\n" + line.strip()).strip()
+        elif current is not None and " = " in line + " ":
+            key, _, value = line.partition(" =")
+            key = key.strip()
+            current[key] = value.strip()
+    return found
+
+
+def _relative(root: Path, path: str) -> str | None:
+    """A tool's absolute directory as the audit's repository-relative one (None: outside the checkout)."""
+    if not path:
+        return None
+    try:
+        rel = Path(path).resolve().relative_to(root.resolve())
+    except ValueError:
+        return None
+    return "" if str(rel) == "." else rel.as_posix()
+
+
+def _make(root: Path, program: str, call: ToolCall) -> Answer:
+    args = [a for a in call.args if a.known and not a.text.startswith("-") and "=" not in a.text]
+    if any(not a.known for a in call.args):
+        return Answer(why="the make target is only known when the job runs")
+    out, why = _ran(root, call, [program, "--dry-run", "--no-print-directory", *(a.text for a in args)])
+    if why:
+        return Answer(why=why)
+    runs: list[tuple[str, Invocation]] = []
+    target = " ".join(a.text for a in args) or "its default target"
+    for line in out.splitlines():
+        if _ENTERING.match(line) or _LEAVING.match(line) or not line.strip():
+            continue
+        for inv in invocations(line, cwd=call.cwd, env={}, read_script=lambda _: None):
+            runs.append((f"make {target}", inv))
+    return Answer(tuple(runs)) if runs else Answer(why=f"make {target} runs no command")
+
+
+def _hatch(root: Path, program: str, call: ToolCall) -> Answer:
+    args = list(call.args)
+    if not args or not args[0].known:
+        shown = args[0].text if args else ""
+        return Answer(why=f"the hatch script `{shown}` is only known when the job runs")
+    env, _, script = args[0].text.rpartition(":")
+    out, why = _ran(root, call, [program, "env", "show", "--json"])
+    if why:
+        return Answer(why=why)
+    try:
+        shown = json.loads(out)
+    except ValueError:
+        return Answer(why="hatch env show --json did not print JSON")
+    envs = {
+        name: table.get("scripts", {})
+        for name, table in (shown.items() if isinstance(shown, dict) else ())
+        if isinstance(table, dict) and (name == (env or "default") or name.startswith(f"{env or 'default'}."))
+    }
+    extra = args[1:]
+    runs: list[tuple[str, Invocation]] = []
+    for name, scripts in envs.items():
+        commands = scripts.get(script) if isinstance(scripts, dict) else None
+        if not isinstance(commands, list):
+            continue
+        for command in commands:
+            for inv in invocations(str(command), cwd=call.cwd, env={}, read_script=lambda _: None):
+                # Arguments after the script fill its `{args}` or are appended: shown, but not placed by the audit.
+                tail = tuple(Word(a.text, known=False) for a in extra)
+                runs.append((f"hatch env {name}", Invocation(inv.argv + tail, inv.cwd, inv.env)))
+    # No script of that name: hatch runs the program itself in the environment, which is no test command here.
+    return Answer(tuple(runs))

@@ -1,0 +1,121 @@
+"""The CI audit asks tox, make and hatch what they run (real tools, real files), and says when one is missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from promote.checks.ci import CIReport, survey_ci
+from promote.checks.ci import outcome as ci_outcome
+from tests.checks.test_ci import workspace
+
+SOURCES = {
+    "tests/unit/test_a.py": "def test_a(): pass\n",
+    "tests/integration/test_b.py": "def test_b(): pass\n",
+    "docs/test_docs.py": "def test_docs(): pass\n",
+}
+COLLECTED = ["tests/unit/test_a.py::test_a", "tests/integration/test_b.py::test_b", "docs/test_docs.py::test_docs"]
+ON = "on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n"
+
+TOX_INI = """\
+[tox]
+env_list = py, lint
+[testenv]
+deps = pytest
+changedir = tests
+commands =
+    pytest {posargs:unit}
+[testenv:lint]
+commands = ruff check .
+"""
+
+MAKEFILE = """\
+PYTEST ?= python -m pytest
+.PHONY: test unit ci lint
+unit:
+\t$(PYTEST) tests/unit
+lint:
+\truff check .
+ci: lint unit
+\tcd docs && $(PYTEST) -q .
+"""
+
+HATCH = """\
+[project]
+name = "demo"
+version = "0.1"
+[tool.hatch.envs.test]
+dependencies = ["pytest"]
+[tool.hatch.envs.test.scripts]
+unit = "pytest tests/unit"
+all = ["unit", "pytest tests/integration"]
+[[tool.hatch.envs.test.matrix]]
+python = ["3.11", "3.12"]
+"""
+
+
+def survey(root: Path, files: dict[str, str], steps: str, tool_path: str | None = None) -> CIReport:
+    cfg = workspace(root, {**SOURCES, **files, ".github/workflows/t.yml": ON + steps})
+    return survey_ci(root, cfg, COLLECTED, tool_path=tool_path)
+
+
+def fates(report: CIReport) -> dict[str, str]:
+    out = {t: "runs" for t in COLLECTED}
+    out.update({n.test: "not run" for n in report.not_run})
+    out.update({u.test: "undecided" for u in report.undecided})
+    return out
+
+
+def test_tox_is_asked_for_its_commands_with_the_workflows_posargs(tmp_path: Path) -> None:
+    report = survey(tmp_path / "default", {"tox.ini": TOX_INI}, "      - run: tox -e py\n")
+    assert fates(report) == {COLLECTED[0]: "runs", COLLECTED[1]: "not run", COLLECTED[2]: "not run"}
+    posargs = survey(
+        tmp_path / "posargs", {"tox.ini": TOX_INI}, "      - run: python -m tox run -e py -- integration\n"
+    )
+    assert fates(posargs) == {COLLECTED[0]: "not run", COLLECTED[1]: "runs", COLLECTED[2]: "not run"}
+    # Every environment of env_list, and arguments known only when the job runs: undecided, never "not run".
+    unknown = survey(tmp_path / "unknown", {"tox.ini": TOX_INI}, '      - run: tox -- "$@"\n')
+    assert set(fates(unknown).values()) == {"undecided"}, fates(unknown)
+    # The job shows what tox said it runs.
+    [job] = report.jobs
+    assert job.commands == ("tox -e py (tox env py: pytest unit)",), job.commands
+
+
+def test_make_is_asked_with_a_dry_run_and_its_recipes_read_as_shell(tmp_path: Path) -> None:
+    report = survey(tmp_path, {"Makefile": MAKEFILE}, "      - run: make ci\n")
+    assert fates(report) == {COLLECTED[0]: "runs", COLLECTED[1]: "not run", COLLECTED[2]: "runs"}
+    # A dry run runs nothing: no test ran, nothing was written.
+    assert not (tmp_path / ".pytest_cache").exists()
+
+
+def test_hatch_scripts_are_read_from_hatch_for_every_matrix_environment(tmp_path: Path) -> None:
+    steps = "      - run: hatch run test:all\n"
+    report = survey(tmp_path / "all", {"pyproject.toml": HATCH}, steps)
+    assert fates(report) == {COLLECTED[0]: "runs", COLLECTED[1]: "runs", COLLECTED[2]: "not run"}
+    matrix = (
+        "    strategy:\n      matrix:\n        python: ['3.11', '3.12']\n"
+        "    runs-on: ubuntu-latest\n    steps:\n      - run: hatch run test.py${{ matrix.python }}:unit\n"
+    )
+    cfg = workspace(
+        tmp_path / "matrix",
+        {**SOURCES, "pyproject.toml": HATCH, ".github/workflows/t.yml": "on: push\njobs:\n  t:\n" + matrix},
+    )
+    entries = survey_ci(tmp_path / "matrix", cfg, COLLECTED)
+    assert fates(entries) == {COLLECTED[0]: "runs", COLLECTED[1]: "not run", COLLECTED[2]: "not run"}
+    assert [j.commands for j in entries.jobs] == [
+        ("hatch run test.py3.11:unit (hatch env test.py3.11: pytest tests/unit)",),
+        ("hatch run test.py3.12:unit (hatch env test.py3.12: pytest tests/unit)",),
+    ]
+
+
+def test_a_tool_not_installed_here_is_said_once_and_its_tests_are_undecided(tmp_path: Path) -> None:
+    report = survey(tmp_path, {"tox.ini": TOX_INI}, "      - run: tox -e py\n      - run: tox -e py -- docs\n", "")
+    assert set(fates(report).values()) == {"undecided"}
+    # Said once: both commands under one reason, and one line for the tool.
+    assert {u.why for u in report.undecided} == {
+        "`tox -e py`, `tox -e py -- docs`: tox is not installed where promote runs in job `t` of "
+        ".github/workflows/t.yml"
+    }
+    evidence = ci_outcome(report).evidence
+    assert [e for e in evidence if "not installed" in e and "undecided" not in e] == [
+        "tox is not installed where promote runs: 1 job(s) unread (install it beside promote)"
+    ]
