@@ -103,7 +103,9 @@ def _ran(root: Path, call: ToolCall, argv: list[str]) -> tuple[str, str]:
     if done.status is None:
         return "", f"{call.tool} did not answer within {TIMEOUT_S:g} s"
     if not done.ok:
-        return "", f"{call.tool} could not tell: {done.reason}"
+        # tox and make say what went wrong on either stream: the last line that says anything.
+        said = [line.strip() for line in (done.stderr + "\n" + done.stdout).splitlines() if line.strip()]
+        return "", f"{call.tool} could not tell: {said[-1][:300] if said else done.reason}"
     return done.stdout[:MAX_OUTPUT], ""
 
 

@@ -20,6 +20,7 @@ ON_PUSH = Trigger((Event("push"),), True)
 MAX_COMBINATIONS = 256
 _MATRIX_REF = re.compile(r"\$\{\{\s*matrix((?:\.[\w-]+)+)\s*\}\}")
 _WORKSPACE_REF = re.compile(r"\$\{\{\s*github\.workspace\s*\}\}")
+_EXPRESSION = re.compile(r"\$\{\{(?:[^}']|'(?:[^']|'')*'|\}(?!\}))*\}\}")
 
 
 @dataclass(frozen=True)
@@ -252,6 +253,15 @@ def _combinations(strategy: object) -> list[dict[str, Any]] | str:
     return combos or [{}]
 
 
+def _evaluated(expression: str, combo: dict[str, Any]) -> str:
+    """`${{ matrix.tox || format('py{0}', matrix.python) }}` in a script, as its text for this entry; left as
+    written (unknown) when it needs what only the run knows."""
+    value, why = evaluate_value(expression, None, combo)
+    if why or isinstance(value, (list, dict)) or value is None:
+        return expression
+    return _text(value)
+
+
 def _lookup(combo: dict[str, Any], dotted: str) -> object:
     value: object = combo
     for key in dotted.strip(".").split("."):
@@ -281,7 +291,8 @@ def _substitute(value: Any, combo: dict[str, Any] | None) -> Any:
         whole = _MATRIX_REF.fullmatch(value.strip())
         if whole and isinstance(found := _lookup(combo, whole.group(1)), (list, dict)):
             return found
-        return _MATRIX_REF.sub(lambda m: _text(_lookup(combo, m.group(1))), value)
+        value = _MATRIX_REF.sub(lambda m: _text(_lookup(combo, m.group(1))), value)
+        return _EXPRESSION.sub(lambda m: _evaluated(m.group(0), combo), value) if "${{" in value else value
     if isinstance(value, list):
         return [_substitute(v, combo) for v in value]
     if isinstance(value, dict):
