@@ -7,10 +7,15 @@ decision when the record has one.
 
 from __future__ import annotations
 
-import tomllib
+import sys
 from pathlib import Path
 
 import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 from promote.checks.ci import CIReport, survey_ci
 from tests.checks.test_ci import workspace
