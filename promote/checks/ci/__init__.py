@@ -112,7 +112,10 @@ def survey_ci(root: Path, config: Config, collected: Sequence[str], *, tool_path
     where tox, make and hatch are looked for (default: beside promote's interpreter, then PATH)."""
     repository = repository_of(root, config.ci.repository)
     jobs, problems = read_workflows(root, repository, config.trunk)
-    readers = Readers(root, {}, Tools(root, tool_path))
+    readers = Readers(root, {}, Tools(root, tool_path, collecting=True))
+    for job in jobs:  # noting the questions for the tools, so that tox answers them in one call
+        plan(job, config.ci, repository, readers)
+    readers.tools.prefetch()
     plans = [plan(job, config.ci, repository, readers) for job in jobs]
     testing = [p for p in plans if p.commands]
     run_by: Counter[int] = Counter()

@@ -63,9 +63,36 @@ class Tools:
     root: Path
     path: str | None = None
     asked: dict[tuple[str, str, tuple[Word, ...]], Answer] = field(default_factory=dict)
+    # While collecting, questions are only noted (see `prefetch`): tox answers many environments in one call,
+    # and a matrix asks for one environment per entry.
+    collecting: bool = False
+    noted: list[ToolCall] = field(default_factory=list)
+    tox_said: dict[tuple[str, tuple[Word, ...]], dict[str, dict[str, str]]] = field(default_factory=dict)
+
+    def prefetch(self) -> None:
+        """Ask tox once per directory and posargs for every environment the noted questions name."""
+        self.collecting = False
+        program = installed("tox", self.path)
+        groups: dict[tuple[str, tuple[Word, ...]], list[str]] = {}
+        for call in self.noted:
+            question = _tox_question(call)
+            if call.tool == "tox" and not isinstance(question, str) and question[0]:
+                groups.setdefault((call.cwd, question[1]), []).extend(question[0])
+        for (cwd, posargs), envs in groups.items() if program is not None else ():
+            call = ToolCall("tox", "tox", cwd, ())
+            out, why = _ran(self.root, call, _tox_argv(program or "tox", list(dict.fromkeys(envs)), posargs))
+            if not why:
+                self.tox_said[(cwd, posargs)] = _sections(out)
 
     def ask(self, call: ToolCall) -> Answer:
+        if self.collecting:
+            self.noted.append(call)
+            return Answer(why="not asked yet")
         key = (call.tool, call.cwd, call.args)
+        if key not in self.asked and call.tool == "tox":
+            prefetched = self._prefetched(call)
+            if prefetched is not None:
+                self.asked[key] = prefetched
         if key not in self.asked:
             program = installed(call.tool, self.path)
             if program is None:
@@ -73,6 +100,17 @@ class Tools:
             else:
                 self.asked[key] = {"tox": _tox, "make": _make, "hatch": _hatch}[call.tool](self.root, program, call)
         return self.asked[key]
+
+    def _prefetched(self, call: ToolCall) -> Answer | None:
+        """tox's answer from the one call `prefetch` made, when it named every environment `call` asks for."""
+        question = _tox_question(call)
+        if isinstance(question, str) or not question[0]:
+            return None
+        envs, posargs = question
+        said = self.tox_said.get((call.cwd, posargs), {})
+        if not all(env in said for env in envs):
+            return None
+        return _tox_answer(self.root, {env: said[env] for env in envs}, posargs)
 
 
 def installed(tool: Tool, path: str | None = None) -> str | None:
@@ -109,39 +147,56 @@ def _ran(root: Path, call: ToolCall, argv: list[str]) -> tuple[str, str]:
     return done.stdout[:MAX_OUTPUT], ""
 
 
-def _tox(root: Path, program: str, call: ToolCall) -> Answer:
+def _tox_question(call: ToolCall) -> tuple[list[str], tuple[Word, ...]] | str:
+    """(environments named with -e, none for tox's env_list; the posargs after `--`), or why it is unknown."""
     args = list(call.args)
     if args and args[0].text in ("run", "r", "run-parallel", "p", "exec", "e"):
         args = args[1:]
-    envs, posargs, i = "", [], 0
+    envs: list[str] = []
+    posargs: tuple[Word, ...] = ()
+    i = 0
     while i < len(args):
         word = args[i]
         if word.text == "--":
-            posargs = args[i + 1 :]
+            posargs = tuple(args[i + 1 :])
             break
         if word.text in ("-e", "--env") and i + 1 < len(args):
             if not args[i + 1].known:
-                return Answer(why=f"the tox environment `{args[i + 1].text}` is only known when the job runs")
-            envs = args[i + 1].text
+                return f"the tox environment `{args[i + 1].text}` is only known when the job runs"
+            envs = args[i + 1].text.split(",")
             i += 1
         elif word.text.startswith(("-e", "--env=")) and word.known:
-            envs = word.text.split("=", 1)[1] if "=" in word.text else word.text[2:]
+            envs = (word.text.split("=", 1)[1] if "=" in word.text else word.text[2:]).split(",")
         i += 1
+    return [e for e in envs if e], posargs
+
+
+def _tox_argv(program: str, envs: Sequence[str], posargs: Sequence[Word]) -> list[str]:
     argv = [program, "config", "--no-provision", "-k", "commands", "change_dir"]
-    argv += ["-e", envs] if envs else []
-    out, why = _ran(root, call, [*argv, "--", *_holes(posargs)] if posargs else argv)
-    if why:
-        return Answer(why=why)
+    argv += ["-e", ",".join(envs)] if envs else []
+    return [*argv, "--", *_holes(posargs)] if posargs else argv
+
+
+def _tox(root: Path, program: str, call: ToolCall) -> Answer:
+    question = _tox_question(call)
+    if isinstance(question, str):
+        return Answer(why=question)
+    envs, posargs = question
+    out, why = _ran(root, call, _tox_argv(program, envs, posargs))
+    return Answer(why=why) if why else _tox_answer(root, _sections(out), posargs)
+
+
+def _tox_answer(root: Path, sections: dict[str, dict[str, str]], posargs: Sequence[Word]) -> Answer:
     runs: list[tuple[str, Invocation]] = []
-    for env, values in _sections(out).items():
+    for env, values in sections.items():
         cwd = _relative(root, values.get("change_dir", ""))
         for line in values.get("commands", "").splitlines():
             try:
-                argv_ = shlex.split(line)
+                argv = shlex.split(line)
             except ValueError:
                 return Answer(why=f"tox environment {env}: `{line}` cannot be split into words")
-            if argv_:
-                runs.append((f"tox env {env}", Invocation(_words(argv_, posargs), cwd)))
+            if argv:
+                runs.append((f"tox env {env}", Invocation(_words(argv, posargs), cwd)))
     return Answer(tuple(runs)) if runs else Answer(why="tox names no command for these environments")
 
 
