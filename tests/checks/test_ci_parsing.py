@@ -171,3 +171,12 @@ def test_path_words_known_only_when_the_job_runs_leave_every_test_they_could_rea
     # Known words alone still decide: a test outside them is not run.
     plain = PytestRun.parse((Word("tests"),), text="pytest tests", cwd="", root=tmp_path, addopts_env=None)
     assert plain.decide(NodeId.parse("other/test_b.py::test_x"), tmp_path).verdict == "dropped"
+
+
+def test_the_event_name_is_known_for_each_event_that_starts_the_workflow_for_trunk() -> None:
+    gate = "needs.changes.outputs.tests == 'true' || github.event_name != 'pull_request'"
+    # A push to trunk runs it whatever the other job says; a pull request alone leaves it to that job.
+    assert evaluate_if(gate, None, None, ("pull_request", "push")).value is True
+    only_pr = evaluate_if(gate, None, None, ("pull_request",))
+    assert only_pr.value is None and "needs.changes.outputs.tests" in only_pr.why
+    assert evaluate_if("github.event_name == 'schedule'", None, None, ("push", "pull_request")).value is False

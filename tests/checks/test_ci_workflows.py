@@ -393,16 +393,16 @@ jobs:
     steps:
       - if: matrix.os == 'linux' || matrix.os == 'windows'
         run: python -m pytest -q tests
-      - if: ${{ matrix.os != 'linux' && github.event_name == 'push' }}
+      - if: ${{ matrix.os != 'linux' && inputs.full }}
         run: python -m pytest -q packages
 """
     report = survey(tmp_path / "case", {"ci.yml": MATRIX_ON + picked})
     labels = {j.job: j.runs_on for j in report.jobs}
     assert labels == {"tests (linux)": "ubuntu-latest", "tests (mac)": "macos-14"}, report.jobs
-    # The mac entry's step hinges on the event, known only when the workflow runs: undecided, and why.
+    # The mac entry's step hinges on an input, known only when the workflow runs: undecided, and why.
     assert report.run == 2
     assert [u.test for u in report.undecided] == ["packages/x/tests/test_x.py::test_x"]
-    assert "github.event_name" in report.undecided[0].why
+    assert "inputs.full" in report.undecided[0].why
 
 
 def test_an_if_on_a_step_using_a_local_composite_action_holds_for_its_steps(tmp_path: Path) -> None:

@@ -87,6 +87,8 @@ def classify(inv: Invocation, root: Path) -> Classified:
         # Each tells the commands it would run (tools.py asks it): `make docs` may run pytest too.
         if cwd is None:
             return Opaque(text, "it runs in a directory the audit cannot follow (`cd` to an unknown place)")
+        if program == "tox":
+            args = _tox_env(inv, peeled.env, args)
         return ToolCall(text, "tox" if program == "tox" else "make", cwd, args)
     if program in _LAUNCHERS and any("test" in w.text for w in args):
         return Opaque(text, f"what `{program}` runs is not read by the audit")
@@ -96,6 +98,18 @@ def classify(inv: Invocation, root: Path) -> Classified:
         # `pdm run test`, `pixi run test`: a script of the project's own, whatever its name says.
         return Opaque(text, f"`{peeled.runner} {program}` runs a project script the audit does not read")
     return None
+
+
+def _tox_env(inv: Invocation, extra_env: dict[str, str], args: tuple[Word, ...]) -> tuple[Word, ...]:
+    """tox's arguments with `-e` from TOX_ENV (tox 4 takes any option from `TOX_<NAME>`) when none is given."""
+    if any(a.text in ("-e", "--env") or a.text.startswith(("-e", "--env=")) for a in args):
+        return args
+    set_, value = (True, extra_env["TOX_ENV"]) if "TOX_ENV" in extra_env else inv.getenv("TOX_ENV")
+    if not set_:
+        return args
+    env = Word(value) if value is not None else Word("$TOX_ENV", known=False)
+    dash = next((i for i, a in enumerate(args) if a.text == "--"), len(args))
+    return (*args[:dash], Word("-e"), env, *args[dash:])
 
 
 def _addopts(inv: Invocation, extra_env: dict[str, str]) -> Word | None:

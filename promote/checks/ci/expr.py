@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,9 @@ class Truth:
 
 
 class _Parser:
-    def __init__(self, text: str, repository: str | None, matrix: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, text: str, repository: str | None, matrix: Mapping[str, Any] | None = None, event: str | None = None
+    ) -> None:
         self.tokens: list[str] = []
         pos = 0
         while pos < len(text) and not text[pos:].isspace():
@@ -57,6 +59,7 @@ class _Parser:
         self.pos = 0
         self.repository = repository
         self.matrix = matrix
+        self.event = event
         self.used_repository = False
 
     def peek(self) -> str | None:
@@ -125,6 +128,8 @@ class _Parser:
         return self.context(path)
 
     def context(self, path: str) -> Value:
+        if path == "github.event_name" and self.event is not None:
+            return self.event
         if path in ("github.repository", "github.repository_owner"):
             self.used_repository = True
             if self.repository is None:
@@ -253,9 +258,22 @@ def _apply(op: str, left: Value, right: Value) -> Value:
     return _Unknown(f"comparing {left!r} {op} {right!r}")
 
 
-def evaluate_if(condition: object, repository: str | None, matrix: Mapping[str, Any] | None = None) -> Truth:
+def evaluate_if(
+    condition: object,
+    repository: str | None,
+    matrix: Mapping[str, Any] | None = None,
+    events: Sequence[str] = (),
+) -> Truth:
     """Whether a job or step with `if: condition` runs in `repository` (owner/name, None when unknown), for one
-    matrix entry (`matrix`; None where the matrix context does not exist)."""
+    matrix entry (`matrix`; None where the matrix context does not exist), for some event of `events` (the ones
+    that start the workflow for a change to trunk: `github.event_name` is known for each)."""
+    if events:
+        each = [_one(condition, repository, matrix, event) for event in events]
+        return next((t for t in each if t.value is True), next((t for t in each if t.value is None), each[0]))
+    return _one(condition, repository, matrix, None)
+
+
+def _one(condition: object, repository: str | None, matrix: Mapping[str, Any] | None, event: str | None) -> Truth:
     if condition is None:
         return Truth(True)
     if isinstance(condition, bool):
@@ -267,7 +285,7 @@ def evaluate_if(condition: object, repository: str | None, matrix: Mapping[str, 
     elif "${{" in text:
         return Truth(None, f"`if: {condition}` mixes text and expressions")
     try:
-        parser = _Parser(text, repository, matrix)
+        parser = _Parser(text, repository, matrix, event)
         value = parser.binary(0)
         if parser.peek() is not None:
             raise ValueError(f"unexpected {parser.peek()!r}")

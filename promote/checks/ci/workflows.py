@@ -133,7 +133,8 @@ def _job(
     root: Path, source: str, job_id: str, raw: dict[str, Any], workflow: dict[str, Any], repo: str | None,
     problems: list[Problem], trigger: Trigger,
 ) -> list[Job]:  # fmt: skip
-    condition = evaluate_if(raw.get("if"), repo)
+    events = tuple(e.name for e in trigger.events)
+    condition = evaluate_if(raw.get("if"), repo, None, events)
     uses = raw.get("uses")
     if isinstance(uses, str):
         remote = "" if uses.startswith("./") else uses
@@ -152,7 +153,7 @@ def _job(
         if labels is None and isinstance(combos, str):
             why = combos
         name = f"{job_id} ({_shown(list(combo.values()))})" if combo else job_id
-        steps = _steps(root, raw.get("steps"), combo, env, defaults, repo)
+        steps = _steps(root, raw.get("steps"), combo, env, defaults, repo, events=events)
         out.append(Job(source, name, labels, why, condition, tuple(steps), trigger=trigger))
     return out
 
@@ -176,6 +177,7 @@ def _steps(
     defaults: dict[str, Any],
     repo: str | None,
     outer: Truth | None = None,
+    events: tuple[str, ...] = (),
 ) -> list[Step]:
     """`outer`: the `if:` of the step that used a local composite action, which holds for each of its steps."""
     out: list[Step] = []
@@ -183,13 +185,13 @@ def _steps(
         if not isinstance(step, dict):
             continue
         step_env = {**env, **_mapping(step.get("env"))}
-        condition = evaluate_if(step.get("if"), repo, combo)
+        condition = evaluate_if(step.get("if"), repo, combo, events)
         if outer is not None and (outer.value is False or (outer.value is None and condition.value is not False)):
             condition = outer
         uses = step.get("uses")
         if isinstance(uses, str) and uses.startswith("./"):
             action = _composite(root, uses)
-            out.extend(_steps(root, action, combo, step_env, defaults, repo, condition))
+            out.extend(_steps(root, action, combo, step_env, defaults, repo, condition, events))
             continue
         script = step.get("run")
         if not isinstance(script, str):
