@@ -322,6 +322,32 @@ def integration(session):
     }
 
 
+def test_a_nox_session_that_takes_posargs_or_a_default_gets_the_workflows_posargs_or_the_default(
+    tmp_path: Path,
+) -> None:
+    noxfile = """\
+import nox
+
+@nox.session
+def test(session):
+    arguments = session.posargs or ["-n", "auto", "tests"]
+    session.run("pytest", *arguments)
+"""
+    workflow = (
+        "on: push\njobs:\n  nox:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: nox -s test -- integration --verbose\n      - run: nox -s test\n"
+    )
+    cfg = workspace(tmp_path, {**SOURCES, "noxfile.py": noxfile, ".github/workflows/nox.yml": workflow})
+
+    report = survey_ci(tmp_path, cfg, COLLECTED)
+
+    assert report.jobs[0].commands == (
+        "nox -s test -- integration --verbose (session test: pytest integration --verbose)",
+        "nox -s test (session test: pytest -n auto tests)",
+    )
+    assert (report.run, report.not_run, report.undecided) == (7, (), ())
+
+
 def test_ini_addopts_working_directory_and_repository_scripts_are_followed(tmp_path: Path) -> None:
     files = {
         "packages/a/pyproject.toml": '[tool.pytest.ini_options]\naddopts = "--ignore=tests/test_slow.py -q"\n',

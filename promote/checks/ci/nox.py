@@ -16,6 +16,13 @@ POSARGS = Word("*session.posargs", known=False)
 
 
 @dataclass(frozen=True)
+class PosargsOr(Word):
+    """`*(session.posargs or DEFAULT)`: the posargs when the nox command line has some, else DEFAULT."""
+
+    default: tuple[Word, ...] = ()
+
+
+@dataclass(frozen=True)
 class NoxCommand:
     """One `session.run(...)` with the directory it runs in (None after a `chdir` the audit cannot follow)."""
 
@@ -76,7 +83,10 @@ class Noxfile:
             for command in session.commands:
                 argv: list[Word] = []
                 for w in command.argv:
-                    argv.extend(call.posargs if w == POSARGS else (w,))
+                    if isinstance(w, PosargsOr):
+                        argv.extend(call.posargs or w.default)
+                    else:
+                        argv.extend(call.posargs if w == POSARGS else (w,))
                 out.append((session.name, Invocation(tuple(argv), command.cwd)))
         reasons = [*call.unreadable, *(f"nox session {n!r} is not in {self.path}" for n in missing)]
         return out, reasons
@@ -118,6 +128,7 @@ def _session(fn: ast.FunctionDef, base: str) -> NoxSession | None:
     ]
     cwd: str | None = base
     commands = []
+    local = _posargs_names(fn, param)
     for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
         assert isinstance(call.func, ast.Attribute)
         if call.func.attr in ("chdir", "cd"):
@@ -125,15 +136,43 @@ def _session(fn: ast.FunctionDef, base: str) -> NoxSession | None:
             literal = isinstance(first, ast.Constant) and isinstance(first.value, str)
             cwd = normalize(first.value, cwd) if literal and cwd is not None else None  # type: ignore[union-attr]
             continue
-        commands.append(NoxCommand(tuple(w for arg in call.args for w in _words(arg, param)), cwd))
+        commands.append(NoxCommand(tuple(w for arg in call.args for w in _words(arg, param, local)), cwd))
     return NoxSession(name, default, tuple(commands))
 
 
-def _words(arg: ast.expr, param: str) -> list[Word]:
+def _posargs_names(fn: ast.FunctionDef, param: str) -> dict[str, ast.expr]:
+    """Local names bound once, at the top of the session, to its posargs: `args = session.posargs` or
+    `args = session.posargs or ["-n", "auto"]` (the default, used when the workflow passes none)."""
+    found: dict[str, ast.expr] = {}
+    for node in fn.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found[node.targets[0].id] = node.value
+    bound_more = [n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+    return {name: value for name, value in found.items() if bound_more.count(name) == 1 and _is_posargs(value, param)}
+
+
+def _is_posargs(value: ast.expr, param: str) -> bool:
+    if ast.unparse(value) == f"{param}.posargs":
+        return True
+    return (
+        isinstance(value, ast.BoolOp)
+        and isinstance(value.op, ast.Or)
+        and len(value.values) == 2
+        and ast.unparse(value.values[0]) == f"{param}.posargs"
+        and isinstance(value.values[1], (ast.List, ast.Tuple))
+    )
+
+
+def _words(arg: ast.expr, param: str, local: dict[str, ast.expr] | None = None) -> list[Word]:
     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
         return [Word(arg.value)]
     if isinstance(arg, ast.Starred):
-        if ast.unparse(arg.value) == f"{param}.posargs":
+        target = (local or {}).get(arg.value.id) if isinstance(arg.value, ast.Name) else None
+        if isinstance(target, ast.BoolOp):
+            # `*(session.posargs or [...])`: the workflow's posargs when it passes some, else the default.
+            default = tuple(w for elt in target.values[1].elts for w in _words(elt, param))  # type: ignore[attr-defined]
+            return [PosargsOr(POSARGS.text, False, default)]
+        if target is not None or ast.unparse(arg.value) == f"{param}.posargs":
             return [POSARGS]
         if isinstance(arg.value, (ast.List, ast.Tuple)):
             return [w for elt in arg.value.elts for w in _words(elt, param)]
