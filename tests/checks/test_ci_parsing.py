@@ -180,3 +180,16 @@ def test_the_event_name_is_known_for_each_event_that_starts_the_workflow_for_tru
     only_pr = evaluate_if(gate, None, None, ("pull_request",))
     assert only_pr.value is None and "needs.changes.outputs.tests" in only_pr.why
     assert evaluate_if("github.event_name == 'schedule'", None, None, ("push", "pull_request")).value is False
+
+
+def test_a_step_has_no_arguments_and_a_script_it_calls_gets_those_of_the_call() -> None:
+    scripts = {"scripts/test": '#!/bin/sh\nexport PREFIX=""\nset -ex\n${PREFIX}pytest "$@"\npytest $1 "$2"\n'}
+    found = invocations(
+        'scripts/test tests/unit -x\nscripts/test $MORE\npytest "$@" $*\n', cwd="", env={}, read_script=scripts.get
+    )
+    shown = [" ".join(w.text if w.known else f"?{w.text}" for w in inv.argv) for inv in found]
+    assert shown == [
+        "set -ex", "pytest tests/unit -x", "pytest tests/unit -x",
+        "set -ex", 'pytest ?"$@"', 'pytest ?$1 ?"$2"',
+        "pytest",
+    ]  # fmt: skip

@@ -73,7 +73,7 @@ def test_tox_is_asked_for_its_commands_with_the_workflows_posargs(tmp_path: Path
     )
     assert fates(posargs) == {COLLECTED[0]: "not run", COLLECTED[1]: "runs", COLLECTED[2]: "not run"}
     # Every environment of env_list, and arguments known only when the job runs: undecided, never "not run".
-    unknown = survey(tmp_path / "unknown", {"tox.ini": TOX_INI}, '      - run: tox -- "$@"\n')
+    unknown = survey(tmp_path / "unknown", {"tox.ini": TOX_INI}, "      - run: tox -- $EXTRA_ARGS\n")
     assert set(fates(unknown).values()) == {"undecided"}, fates(unknown)
     # The job shows what tox said it runs.
     [job] = report.jobs

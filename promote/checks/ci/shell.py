@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from promote.checks.ci.terms import Word, normalize
@@ -136,6 +136,9 @@ class _Lexer:
                 self.i += 1
         if sole is not None:
             return [Word(w) for w in sole.split()]
+        if self.s[start : self.i] in ('"$@"', '"${@}"') and known:
+            # "$@" is one word per argument, and no word at all without arguments.
+            return [Word(w) for w in "".join(text).split()]
         raw = "".join(text)
         return [Word(raw if known else self.s[start : self.i], known)]
 
@@ -191,7 +194,7 @@ class _Lexer:
         return "$", True
 
     def lookup(self, name: str) -> tuple[str | None, bool]:
-        value = self.env.get(name) if _NAME.fullmatch(name) or name.isdigit() else None
+        value = self.env.get(name) if _NAME.fullmatch(name) or name.isdigit() or name in "@*#" else None
         return (value, True) if value is not None else (None, False)
 
 
@@ -209,8 +212,12 @@ def invocations(
     read_script: Callable[[str], str | None],
     depth: int = 0,
 ) -> Iterator[Invocation]:
-    """Every simple command `script` would run, following `cd`, variables and repository shell scripts."""
-    env = dict(env)
+    """Every simple command `script` would run, following `cd`, variables and repository shell scripts.
+
+    A `run:` step's script is started with no arguments (`$@` is empty, `$#` is 0) unless `env` says otherwise:
+    a repository script it calls gets the arguments of the call, when they are known.
+    """
+    env = {**_arguments(()), **env}
     stack: list[str | None] = []
     # `( ... )` runs in a subshell: its `cd`, variables and pushd stack are gone after `)`.
     saved: list[tuple[str | None, Env, list[str | None]]] = []
@@ -251,10 +258,21 @@ def invocations(
                 yield Invocation(tuple(argv), cwd, tuple({**env, **dict(assigned)}.items()))
                 continue
             text = _SELF_DIR.sub(lambda _: called.rpartition("/")[0] or ".", text)
-            child = {**env, **dict(assigned), "0": called}
+            args = argv[argv.index(next(w for w in argv if w.text == called)) + 1 :]
+            child = {**env, **dict(assigned), **_arguments(args), "0": called}
             yield from invocations(text, cwd=cwd, env=child, read_script=read_script, depth=depth + 1)
         else:
             yield Invocation(tuple(argv), cwd, tuple({**env, **dict(assigned)}.items()))
+
+
+def _arguments(args: Sequence[Word]) -> Env:
+    """The positional parameters of a script called with `args`; unknown ($@ None) when any of them is."""
+    if not all(a.known for a in args):
+        return {"@": None, "*": None, "#": None, **{str(i): None for i in range(1, 10)}}
+    found: Env = {"@": " ".join(a.text for a in args), "*": " ".join(a.text for a in args), "#": str(len(args))}
+    found.update({str(i): a.text for i, a in enumerate(args[:9], start=1)})
+    found.update({str(i): "" for i in range(len(args) + 1, 10)})
+    return found
 
 
 _BUILTINS = ("export", "declare", "local", "readonly", "unset", "cd", "pushd", "popd")

@@ -81,8 +81,9 @@ class Tools:
         for (cwd, posargs), envs in groups.items() if program is not None else ():
             call = ToolCall("tox", "tox", cwd, ())
             out, why = _ran(self.root, call, _tox_argv(program or "tox", list(dict.fromkeys(envs)), posargs))
-            if not why:
-                self.tox_said[(cwd, posargs)] = _sections(out)
+            # tox refuses the whole question for one environment it does not know: each is told so, rather than
+            # asked again one by one (a matrix of twenty entries would take twenty calls to learn the same).
+            self.tox_said[(cwd, posargs)] = _sections(out) if not why else {e: {"": why} for e in envs}
 
     def ask(self, call: ToolCall) -> Answer:
         if self.collecting:
@@ -110,6 +111,9 @@ class Tools:
         said = self.tox_said.get((call.cwd, posargs), {})
         if not all(env in said for env in envs):
             return None
+        refused = next((said[env][""] for env in envs if "" in said[env]), None)
+        if refused is not None:
+            return Answer(why=refused)
         return _tox_answer(self.root, {env: said[env] for env in envs}, posargs)
 
 
@@ -143,7 +147,9 @@ def _ran(root: Path, call: ToolCall, argv: list[str]) -> tuple[str, str]:
     if not done.ok:
         # tox and make say what went wrong on either stream: the last line that says anything.
         said = [line.strip() for line in (done.stderr + "\n" + done.stdout).splitlines() if line.strip()]
-        return "", f"{call.tool} could not tell: {said[-1][:300] if said else done.reason}"
+        error = next((i for i, line in enumerate(said) if "error" in line.lower()), max(0, len(said) - 1))
+        shown = " ".join(said[error : error + 3])[:300] if said else done.reason
+        return "", f"{call.tool} could not tell: {shown}"
     return done.stdout[:MAX_OUTPUT], ""
 
 
