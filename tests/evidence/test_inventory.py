@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import re
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from promote.config import load
+from promote.evidence import pages as evidence
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import GIT_ENV, commit, git
 
@@ -127,6 +130,8 @@ def test_json_carries_the_inventory_as_the_page_does(audited: tuple[Path, dict[s
     assert (inventory["total"], inventory["packaged"]) == (14, 7)
     page = json.loads(Path(report["pages"]["json"]).read_text())
     assert page["inventory"]["roots"] == inventory["roots"]
+    jsonschema.validate(page, evidence.schema())
+    jsonschema.validate(report, json.loads(files("promote").joinpath("schemas/audit.schema.json").read_text("utf-8")))
     md = Path(report["pages"]["md"]).read_text()
     assert "| `models/llama/tests` | 4 | nothing: no package, no CI job |" in md
 
