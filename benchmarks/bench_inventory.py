@@ -5,9 +5,10 @@ Arms, alternated each round (which goes first swaps) after an uncounted warm-up 
   package's own run, the CI audit and the Tested gate judged against the whole repository;
 - `without`: the same audit with PROMOTE_INVENTORY=0, which collects no root (the audit as it was before).
 
-Each arm has its own configuration directory beside the snapshot, so each keeps its own history. The package
-runs as bench_mlxlm.py's does (`workers = 2`, offline, no Hugging Face cache); `max_reruns = 0` by default, so
-the audit is as short as it gets and the inventory's share as large: `--max-reruns 50` times the default audit.
+Both arms' configurations sit at the snapshot's top, untracked (an audit needs its configuration inside the
+repository, where it keeps its history and reads its merges). The package runs as bench_mlxlm.py's does
+(`workers = 2`, offline, no Hugging Face cache); `max_reruns = 0` by default, so the audit is as short as it
+gets and the inventory's share as large: `--max-reruns 50` times the default audit.
 
 Target: inventory/without within 1.10 (median per-round ratio). The snapshot lives in shared/corpora beside this
 repository; nothing is downloaded.
@@ -49,7 +50,7 @@ max_reruns = {max_reruns}
 
 [[promote.packages]]
 name = "mlx-lm"
-path = "../mlx-lm"
+path = "."
 workers = 2
 env = {{ HF_HUB_OFFLINE = "1", HF_HOME = "{hf_home}" }}
 """
@@ -67,13 +68,12 @@ def _verify(inventory: bool) -> Any:
     return verify
 
 
-def arms(root: Path, repo: Path, hf_home: Path, max_reruns: int) -> tuple[Arm, Arm]:
+def arms(repo: Path, hf_home: Path, max_reruns: int) -> tuple[Arm, Arm]:
     made = []
     for name, switch in (("inventory", "1"), ("without", "0")):
-        conf = root / f"audit-{name}"
-        conf.mkdir(exist_ok=True)
-        (conf / "promote.toml").write_text(CONFIG.format(max_reruns=max_reruns, hf_home=hf_home), encoding="utf-8")
-        argv = (*promote_argv(), "-C", str(repo), "--config", str(conf / "promote.toml"), "audit", "--json")
+        conf = repo / f"promote-{name}.toml"
+        conf.write_text(CONFIG.format(max_reruns=max_reruns, hf_home=hf_home), encoding="utf-8")
+        argv = (*promote_argv(), "-C", str(repo), "--config", str(conf), "audit", "--json")
         env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(hf_home), "PROMOTE_INVENTORY": switch}
         # An audit exits 1 or 3 when a gate fails or is undecided (mlx-lm has red tests here, no mirrors).
         made.append(Arm(name, argv, repo, frozenset({0, 1, 3}), _verify(switch == "1"), env))
@@ -89,7 +89,7 @@ def main() -> int:
     root = CORPUS_DIR / "mlx-lm"
     with exclusive("bench_inventory"):
         repo, hf_home = unpack(root)
-        with_arm, without_arm = arms(root, repo, hf_home, args.max_reruns)
+        with_arm, without_arm = arms(repo, hf_home, args.max_reruns)
         timings = interleave(with_arm, without_arm, args.rounds, warmup=args.warmup, show_noise=True)
     ratios = timings.ratios()
     interval = timings.ratio_interval()

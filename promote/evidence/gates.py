@@ -93,6 +93,13 @@ def inventory_line(inv: TestInventory) -> str:
     return "; ".join(parts)
 
 
+def _repository(inventory: TestInventory) -> tuple[list[str], list[Status]]:
+    """The inventory's lines (its numbers, then each root that could not be collected) and what they make the gate."""
+    lines = [inventory_line(inventory)]
+    lines += [f"{c.path or '.'}: could not be collected: {c.problem}" for c in inventory.collections if c.problem]
+    return lines, [FAIL] if inventory.of("nobody") else [UNDECIDED] if inventory.of("ci-undecided") else []
+
+
 def tested(
     run: RunResult | None, deltas: Deltas | None, ci: CIOutcome | None, inventory: TestInventory | None = None
 ) -> Gate:
@@ -105,11 +112,10 @@ def tested(
     statuses: list[Status] = []
     lead = lines[0]
     if inventory is not None:
-        lines.append(inventory_line(inventory))
+        more, statuses = _repository(inventory)
         # Tests no package runs are the repository's numbers, first in the row; otherwise what the packages ran is.
-        lead = lines[-1] if inventory.packaged < inventory.total else lead
-        lines += [f"{c.path or '.'}: could not be collected: {c.problem}" for c in inventory.collections if c.problem]
-        statuses += [FAIL] if inventory.of("nobody") else [UNDECIDED] if inventory.of("ci-undecided") else []
+        lead = more[0] if inventory.packaged < inventory.total else lead
+        lines += more
     ran: dict[str, list[str]] = {}
     for p in run.packages:
         ran.setdefault(_how(p), []).append(p.name)

@@ -52,7 +52,7 @@ def collector(root: Path, spec: RootSpec, packages: tuple[PackageConfig, ...]) -
     holding = [p for p in packages if here.is_relative_to(p.path.resolve())]
     pkg = max(holding, key=lambda p: len(p.path.resolve().parts), default=None)
     if pkg is not None and not (pkg.python and shutil.which(pkg.interpreter) is None):
-        return Collector(spec, pkg.interpreter, pkg.env)
+        return Collector(spec, pkg.interpreter, pkg.env, pkg.path)
     own = next((v for v in (root / ".venv" / "bin" / "python", root / "venv" / "bin" / "python") if v.is_file()), None)
     return Collector(spec, str(own) if own is not None else sys.executable)
 

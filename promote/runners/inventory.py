@@ -1,8 +1,9 @@
 """The repository's whole test inventory: every test pytest collects from each test root, without running any.
 
-One `python -m pytest --collect-only` per root, run in the root's directory (so pytest finds the configuration it
-would find there) by the interpreter of the package that covers the root, in the background while the packages
-run (`Collecting`). `tally` then says who runs each test: a package (its run recorded it), a CI job, or nobody.
+One `python -m pytest --collect-only ROOT` per root, run where the package that holds the root runs (`cd PACKAGE`),
+else from the root's project (the directory of the configuration pytest finds for it, or of its setup.py), by that
+package's interpreter, in the background while the packages run (`Collecting`). `python -m` puts its directory first
+on sys.path: started elsewhere, a test module could import an installed copy of the code instead of the repository's. `tally` then says who runs each test: a package (its run recorded it), a CI job, or nobody.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Collector:
     root: RootSpec
     python: str
     env: tuple[tuple[str, str], ...] = ()
+    cwd: Path | None = None  # where the package that holds it runs (None: from the root's own project)
 
 
 @dataclass(frozen=True)
@@ -50,20 +52,25 @@ class Collected:
                 "errors": self.error_count, "problem": self.problem}  # fmt: skip
 
 
-def command(python: str) -> list[str]:
-    """The collection's command line, run in the root's directory."""
+def command(python: str, root: str = ".") -> list[str]:
+    """The collection's command line for the directory `root` (relative to where it runs)."""
     # --verbosity=-1 is `-q` whatever the configuration's addopts add (`-q` there would make it -qq, no ids);
     # the directory is given, so `testpaths` does not narrow it; no cache is written into the team's tree.
-    return [python, "-m", "pytest", "--collect-only", "--verbosity=-1", "-p", "no:cacheprovider", "."]
+    return [python, "-m", "pytest", "--collect-only", "--verbosity=-1", "-p", "no:cacheprovider", root]
 
 
 def collect(repo: Path, c: Collector) -> Collected:
     """Collect one root; every way it can go wrong is its `problem`, never an exception."""
-    cwd = repo / c.root.path
+    here = repo / c.root.path
+    project = _project(here)
+    inside = project is not None and (project == repo or repo in project.parents)
+    cwd = c.cwd if c.cwd is not None else project if project is not None and inside else here
+    # Without a configuration or a setup.py, pytest roots the ids where it was started and the root meet.
+    rootdir = project if project is not None else Path(os.path.commonpath([cwd, here]))
     env = {**os.environ, **dict(c.env)}
+    argv = command(c.python, os.path.relpath(here, cwd))
     try:
-        done = run_bounded(command(c.python), cwd=cwd, env=env, timeout=TIMEOUT_S, die_with_promote=True,
-                           max_output=MAX_BYTES)  # fmt: skip
+        done = run_bounded(argv, cwd=cwd, env=env, timeout=TIMEOUT_S, die_with_promote=True, max_output=MAX_BYTES)
     except OSError as e:
         return Collected(c.root.path, c.root.sources, problem=f"cannot start {c.python}: {e.strerror or e}")
     if done.status is None:
@@ -75,19 +82,22 @@ def collect(repo: Path, c: Collector) -> Collected:
         read = read_collection(done.output)
     except CollectionUnreadable as e:
         return Collected(c.root.path, c.root.sources, problem=f"pytest's output could not be read: {e}")
-    rootdir = _rootdir(cwd)
     ids = tuple(i for i in (_rebased(repo, rootdir, t) for t in read.ids) if i is not None)
-    errors = tuple(e for e in (_rebased(repo, rootdir, m) for m in read.errors) if e is not None)
+    # pytest's short summary names a module relative to where it was started, not to its rootdir.
+    errors = tuple(e for e in (_rebased(repo, cwd, m) for m in read.errors) if e is not None)
     return Collected(c.root.path, c.root.sources, ids, errors, read.error_count)
 
 
-def _rootdir(cwd: Path) -> Path:
-    """Where pytest started in `cwd` roots its test ids: its configuration file's directory, else `cwd`."""
+def _project(here: Path) -> Path | None:
+    """Where pytest given the directory `here` roots its test ids, when something says so: the directory of the
+    configuration it finds at or above `here`, else of the nearest setup.py; None when neither is found."""
     try:
-        found = locate(cwd)
+        found = locate(here)
     except PytestConfigError:
-        return cwd
-    return Path(found[1].directory) if found is not None else cwd
+        found = None
+    if found is not None:
+        return Path(found[1].directory)
+    return next((d for d in (here, *here.parents) if (d / "setup.py").is_file()), None)
 
 
 def _rebased(repo: Path, rootdir: Path, nodeid: str) -> str | None:

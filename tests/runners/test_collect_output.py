@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from promote.runners.collect_output import MAX_BYTES, Collection, CollectionUnreadable, read_collection
-from promote.runners.inventory import command
+from promote.runners.inventory import Collector, collect, command
+from promote.runners.test_roots import RootSpec
 
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -94,3 +95,19 @@ def test_ids_pytest_printed_are_read_back_whatever_follows(tests: list[str], tai
         assert any(not t.strip() or t[0].isspace() or t.startswith("=") or "\r" in t for t in tests)
         return
     assert list(read.ids) == tests
+
+
+def test_ids_are_rooted_where_pytest_roots_them_a_setup_py_above_included(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_s.py").write_text("def test_s():\n    pass\n")
+    (tmp_path / "pkg" / "tests").mkdir(parents=True)
+    (tmp_path / "pkg" / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "pkg" / "tests" / "test_p.py").write_text("def test_p():\n    pass\n")
+    found = [
+        collect(tmp_path, Collector(RootSpec(root, ("test_paths",)), sys.executable)) for root in ("tests", "pkg/tests")
+    ]
+    assert [(c.ids, c.problem) for c in found] == [
+        (("tests/test_s.py::test_s",), None),
+        (("pkg/tests/test_p.py::test_p",), None),
+    ]
