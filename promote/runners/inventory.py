@@ -3,7 +3,8 @@
 One `python -m pytest --collect-only ROOT` per root, run where the package that holds the root runs (`cd PACKAGE`),
 else from the root's project (the directory of the configuration pytest finds for it, or of its setup.py), by that
 package's interpreter, in the background while the packages run (`Collecting`). `python -m` puts its directory first
-on sys.path: started elsewhere, a test module could import an installed copy of the code instead of the repository's. `tally` then says who runs each test: a package (its run recorded it), a CI job, or nobody.
+on sys.path: started elsewhere, a test module could import an installed copy of the code instead of the repository's.
+`tally` then says who runs each test: a package (its run recorded it), a CI job, or nobody.
 """
 
 from __future__ import annotations
