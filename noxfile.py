@@ -123,6 +123,7 @@ def bench(session: nox.Session) -> None:
         "benchmarks/bench_mlxlm.py",
         "benchmarks/bench_plugin.py",
         "benchmarks/bench_history_year.py",
+        "benchmarks/bench_inventory.py",
     ]
     for script in sorted(session.posargs or default):
         session.run("python", script)

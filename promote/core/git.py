@@ -170,6 +170,10 @@ class Repo:
         """Every file path in the committed tree of `ref`."""
         return [p for p in self.out("ls-tree", "-r", "-z", "--name-only", "--end-of-options", ref).split("\0") if p]
 
+    def tracked_files(self) -> list[str]:
+        """Every file path git tracks in the working tree (the index), untracked and ignored files left out."""
+        return [p for p in self.out("ls-files", "-z").split("\0") if p]
+
     def blobs(self, ref: str, folder: str) -> list[Blob]:
         """The regular files directly in `folder` ("" for the top) of `ref`'s tree, read by one `git ls-tree`."""
         where = ["--", folder.rstrip("/") + "/"] if folder else []

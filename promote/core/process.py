@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import os
 import re
 import select
@@ -151,12 +152,14 @@ def run_bounded(
     stdin: bytes | None = None,
     die_with_promote: bool = False,
     telling: Telling = Telling(),
+    max_output: int | None = None,
 ) -> Finished:
     """Run `argv` (a list, never a shell); raises OSError only when it cannot be started.
 
     With `die_with_promote` (and no `stdin`: the guard gives the program /dev/null), the program and
     its children are killed when promote dies, even by SIGKILL, where the platform allows it.
-    On timeout, the status is None and the output is what came before the kill. A program that exited
+    On timeout, the status is None and the output is what came before the kill; so it is when the program wrote
+    more than `max_output` bytes (stdout and stderr together), killed then. A program that exited
     has its own status, whatever a descendant of it still holds open (see _collect).
     """
     shown = redact(" ".join(argv))
@@ -177,7 +180,7 @@ def run_bounded(
     ) as proc:
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            out, err, status = _collect(proc, stdin, deadline)
+            out, err, status = _collect(proc, stdin, deadline, max_output)
         except BaseException:
             # Interrupted (Ctrl-C, SIGTERM): the program and what it started stop with promote, not after it, so
             # nothing (a commit whose hook was still running, a push) lands once promote has given up on it.
@@ -188,7 +191,7 @@ def run_bounded(
 
 
 def _collect(
-    proc: subprocess.Popen[bytes], stdin: bytes | None, deadline: float | None
+    proc: subprocess.Popen[bytes], stdin: bytes | None, deadline: float | None, max_output: int | None = None
 ) -> tuple[bytes, bytes, int | None]:
     """(stdout, stderr, status) of `proc`, waiting for its pipes only while it runs and within its time limit.
 
@@ -214,7 +217,8 @@ def _collect(
             now = time.monotonic()
             if stop_at is None:
                 status = proc.poll()
-                if status is None and deadline is not None and now >= deadline:
+                over = max_output is not None and sum(map(len, itertools.chain(*chunks.values()))) > max_output
+                if status is None and ((deadline is not None and now >= deadline) or over):
                     _kill_group(proc)
                     timed_out = True
                 if status is not None or timed_out:

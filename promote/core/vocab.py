@@ -136,6 +136,14 @@ JobReach = Literal["runs", "never", "undecided"]
 RUNS_HERE: Final = "runs"
 NEVER: Final = "never"
 
+# --- The repository's test inventory (promote.runners.inventory): who runs the tests it collected.
+# package: a declared package ran them; ci: only a CI job does; ci-undecided: no package, and whether a CI job does
+# could not be decided; nobody: no package and no CI job. Tests no package runs are `unowned-tests`.
+Owner = Literal["package", "ci", "ci-undecided", "nobody"]
+UNOWNED_TESTS: Final = "unowned-tests"
+# Why the bounded reader of `pytest --collect-only -q` refused what pytest printed (promote.runners.collect_output).
+CollectFault = Literal["size", "encoding", "summary", "count"]
+
 # --- Accelerated paths.
 AccelVerdict = Literal["holds", "broken", "undecided"]
 ParityVerdict = Literal["identical", "within-tolerance", "differs", "error"]  # error: could not be decided

@@ -24,7 +24,16 @@ from promote.core.findings import Finding
 from promote.core.git import Repo
 from promote.core.outcome import CheckOutcome, Status
 from promote.core.vocab import Stored
-from promote.evidence import accel_section, docs_history, gates, index_page, intoto, story_findings, story_window
+from promote.evidence import (
+    accel_section,
+    docs_history,
+    gates,
+    index_page,
+    intoto,
+    inventory_audit,
+    story_findings,
+    story_window,
+)
 from promote.evidence import deltas as deltas_mod
 from promote.evidence import pages as evidence
 from promote.evidence.history import History, HistoryError, StoredRun
@@ -38,6 +47,7 @@ from promote.release import journal
 from promote.release.check import CheckResult, check
 from promote.release.deployed import audit_deployed
 from promote.runners.causes.investigate import StepCallback
+from promote.runners.inventory import Collected, TestInventory, tally
 from promote.runners.package import ProgressCallback
 from promote.runners.suite import RunResult, new_run_id, run_tests
 
@@ -65,6 +75,7 @@ class AuditResult:
     pages: Pages | None  # None: they could not be written (see `unstored`)
     published: PublishResult | None = None
     unstored: tuple[Unstored, ...] = ()  # what could not be written; the gates, decided in memory, stand
+    inventory: TestInventory | None = None  # every test of the repository and who runs it (None: none collected)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -75,6 +86,7 @@ class AuditResult:
             "pages": None if self.pages is None else self.pages.to_json(),
             "published": self.published.to_json() if self.published else None,
             "unstored": [u.to_json() for u in self.unstored],
+            "inventory": None if self.inventory is None else self.inventory.to_json(),
         }
 
 
@@ -96,7 +108,9 @@ def collected_ids(ws: Workspace, run: RunResult | None) -> dict[str, tuple[str, 
     """Every test id that ran, relative to the repository root (what CI configurations name): its package and id."""
     ids: dict[str, tuple[str, str]] = {}
     for p in run.packages if run else ():
-        prefix = os.path.relpath(p.path, ws.repo.root).replace(os.sep, "/")
+        # Node ids are rooted at the rootdir pytest chose (a configuration above the package moves it up).
+        rooted = p.rootdir.path.as_posix() if p.rootdir is not None else None
+        prefix = rooted or os.path.relpath(p.path, ws.repo.root).replace(os.sep, "/")
         base = "" if prefix == "." else f"{prefix}/"
         for nodeid in [*(t.nodeid for t in p.tests if t.parent is None), *p.crashed_tests]:
             ids[f"{base}{nodeid}"] = (p.name, nodeid)
@@ -111,15 +125,23 @@ def left_out_by_ci(ws: Workspace, run: RunResult | None, ci: CheckOutcome | None
     return {rooted[n.test]: n.why for n in ci.not_run if n.test in rooted}
 
 
-def run_checks(ws: Workspace, result: CheckResult, run: RunResult | None) -> dict[str, CheckOutcome]:
+def run_checks(
+    ws: Workspace, result: CheckResult, run: RunResult | None, collections: tuple[Collected, ...] = ()
+) -> dict[str, CheckOutcome]:
+    """Every check's outcome; `collections`: the repository's test roots, collected beside the packages' runs."""
     cfg = ws.config
     # check() already measured the drift (and raised on a measuring error); measuring again would rerun
     # deployed_command and could judge a different answer than the one the check reported.
-    outcomes = {"deployed": audit_deployed(ws.repo, cfg, result.candidate, drift=result.drift)}
-    report = survey_ci(ws.repo.root, cfg, list(collected_ids(ws, run)))
+    outcomes: dict[str, CheckOutcome] = {"deployed": audit_deployed(ws.repo, cfg, result.candidate, drift=result.drift)}
+    packaged = collected_ids(ws, run)
+    inventory = [t for c in collections for t in (*c.ids, *c.errors)]
+    report = survey_ci(ws.repo.root, cfg, list(packaged), inventory)
     # A repository without CI workflows has nothing for the CI audit to judge; the gate says so instead.
     if report.workflows:
         outcomes["ci"] = ci_outcome(report)
+    if collections:
+        whole = tally(collections, {t: name for t, (name, _) in packaged.items()}, inventory_audit.owner_of(report))
+        outcomes[inventory_audit.NAME] = inventory_audit.outcome(whole)
     if cfg.docs is not None:
         deployed_sha = result.drift.sha if result.drift else None
         outcomes["docs"] = audit_docs(ws.repo.root, cfg, deployed_sha)
@@ -169,12 +191,20 @@ def observe(
         commit = resolve_candidate(ws, candidate)[0]
         page = preflight(cfg.docs, run_id=run_id, commit=commit, push=push)
     result = check(ws, candidate)
+    # The repository's whole inventory is collected side by side with the packages' runs, not after them.
+    collecting = inventory_audit.start(ws.repo.root, cfg)
     # A run whose records could not be stored (a full disk) goes on: everything after is decided from it in memory.
     run = run_tests(cfg, on_progress=on_progress, run_id=run_id, on_step=on_step) if cfg.packages else None
-    outcomes = run_checks(ws, result, run)
+    outcomes = run_checks(ws, result, run, collecting.results())
     # Each accelerated path's switch both ways and parity; its bench only when asked (benches are long).
     accel = run_accelerations(cfg, bench=bench, on_progress=on_progress) if cfg.accelerations else None
     return Observed(run_id, started, result, run, outcomes, accel, page, left_out_by_ci(ws, run, outcomes.get("ci")))
+
+
+def inventory_of(seen: Observed) -> TestInventory | None:
+    """The repository's test inventory the audit collected (None: it collected no root)."""
+    found = seen.outcomes.get(inventory_audit.NAME)
+    return found.inventory if isinstance(found, inventory_audit.InventoryOutcome) else None
 
 
 def decide_gates(cfg: Config, seen: Observed, deltas: deltas_mod.Deltas) -> dict[str, gates.Gate]:
@@ -182,7 +212,7 @@ def decide_gates(cfg: Config, seen: Observed, deltas: deltas_mod.Deltas) -> dict
     result, outcomes = seen.check, seen.outcomes
     ci = outcomes.get("ci")  # None: no CI workflows to audit
     decided = {
-        "tested": gates.tested(seen.run, deltas, ci if isinstance(ci, CIOutcome) else None),
+        "tested": gates.tested(seen.run, deltas, ci if isinstance(ci, CIOutcome) else None, inventory_of(seen)),
         "docs": gates.docs(outcomes.get("docs"), "no [promote.docs] configured: no docs were checked"),
         "merged": gates.merged(result, journal.last_merge(cfg.root, result.candidate)),
         "deployed": gates.deployed(outcomes.get("deployed"), result.drift, cfg.trunk, "no deployed ref configured"),
@@ -340,6 +370,7 @@ def audit(
         provenance={"command": command, "started": seen.started, "finished": done.stored.finished},
         sections=[] if seen.accel is None else [accel_section.section(cfg, seen.accel)],
         root=ws.repo.root,
+        inventory=inventory_of(seen),
     )
     if (accel := seen.accel) is not None:
         attempt(unstored, "history", lambda: record_accel(cfg, accel, kind="audit", run_id=seen.run_id))
@@ -353,4 +384,6 @@ def audit(
         docs, rel, md, data = cfg.docs, seen.page, pages.md.read_text(encoding="utf-8"), pages.json.read_text("utf-8")
         published = publish_page(docs.repo, lambda: publish_files(docs, rel, md, data), message, push=push)
     gates_, findings = done.gates, tuple(done.findings)
-    return AuditResult(seen.run_id, doc["verdict"], gates_, findings, pages, published, tuple(unstored))
+    return AuditResult(
+        seen.run_id, doc["verdict"], gates_, findings, pages, published, tuple(unstored), inventory_of(seen)
+    )

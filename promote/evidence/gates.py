@@ -15,6 +15,7 @@ from promote.release.check import CheckResult
 from promote.release.deployed import DeployedOutcome
 from promote.release.drift import Drift, DriftUndecided
 from promote.release.journal import MergeRecord
+from promote.runners.inventory import TestInventory, TestRoot
 from promote.runners.suite import RunResult
 from promote.runners.summary import PackageResult
 
@@ -71,13 +72,50 @@ def _how(p: PackageResult) -> str:
     return f"on {p.station}, {how}"
 
 
-def tested(run: RunResult | None, deltas: Deltas | None, ci: CIOutcome | None) -> Gate:
+def _in(roots: tuple[TestRoot, ...], by: str) -> str:
+    """ "230 in 3 directories by nothing" """
+    places = len({r.path for r in roots})
+    return f"{sum(r.count for r in roots):,} in {plural(places, 'directory', 'directories')} {by}"
+
+
+def inventory_line(inv: TestInventory) -> str:
+    """The repository's tests in numbers: how many a package runs, and how many only CI or nothing does."""
+    nobody, ci_only, maybe = inv.of("nobody"), inv.of("ci"), inv.of("ci-undecided")
+    if not (nobody or ci_only or maybe):
+        return f"all {inv.total:,} tests in the repository are run by a package"
+    parts = [f"{inv.packaged:,} of {inv.total:,} tests are run by a package"]
+    if nobody:
+        parts.append(_in(nobody, "by nothing: no package, no CI job"))
+    if ci_only:
+        parts.append(_in(ci_only, "by a CI job only"))
+    if maybe:
+        parts.append(_in(maybe, "by no package, and maybe by a CI job (undecided)"))
+    return "; ".join(parts)
+
+
+def _repository(inventory: TestInventory) -> tuple[list[str], list[Status]]:
+    """The inventory's lines (its numbers, then each root that could not be collected) and what they make the gate."""
+    lines = [inventory_line(inventory)]
+    lines += [f"{c.path or '.'}: could not be collected: {c.problem}" for c in inventory.collections if c.problem]
+    return lines, [FAIL] if inventory.of("nobody") else [UNDECIDED] if inventory.of("ci-undecided") else []
+
+
+def tested(
+    run: RunResult | None, deltas: Deltas | None, ci: CIOutcome | None, inventory: TestInventory | None = None
+) -> Gate:
     if run is None or not run.packages:
         return Gate(UNDECIDED, ("no test packages configured: nothing was observed running",))
     counts = {p.name: sum(p.counts.values()) + p.crashed for p in run.packages}
     steps = f", plus {plural(ci.steps, 'CI step')}" if ci is not None else ""
     per = " + ".join(f"{n} {c}" for n, c in counts.items())
     lines = [f"{sum(counts.values())} tests across {plural(len(counts), 'package')} ({per}){steps}"]
+    statuses: list[Status] = []
+    lead = lines[0]
+    if inventory is not None:
+        more, statuses = _repository(inventory)
+        # Tests no package runs are the repository's numbers, first in the row; otherwise what the packages ran is.
+        lead = more[0] if inventory.packaged < inventory.total else lead
+        lines += more
     ran: dict[str, list[str]] = {}
     for p in run.packages:
         ran.setdefault(_how(p), []).append(p.name)
@@ -85,7 +123,6 @@ def tested(run: RunResult | None, deltas: Deltas | None, ci: CIOutcome | None) -
         whole = len(which) == len(counts) > 1
         who = ("both" if len(which) == 2 else f"all {len(which)}") if whole else names(which, code=False)
         lines.append(f"{who} ran {how}")
-    statuses: list[Status] = []
     details = []
     for p in run.packages:
         statuses.append(PASS if p.green else FAIL)
@@ -120,7 +157,7 @@ def tested(run: RunResult | None, deltas: Deltas | None, ci: CIOutcome | None) -
         statuses.append(ci.status)
         lines.append(f"CI: {ci.reason}")
         details += list(ci.evidence)
-    return Gate(worst(statuses), tuple(lines), tuple(details), tested_lead(run, deltas, ci, lines[0]))
+    return Gate(worst(statuses), tuple(lines), tuple(details), tested_lead(run, deltas, ci, lead))
 
 
 def red_parts(run: RunResult) -> list[str]:

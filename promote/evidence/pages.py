@@ -24,6 +24,7 @@ from promote.evidence.deltas import Deltas
 from promote.evidence.gates import TITLES, Gate
 from promote.evidence.stories import RunMarks
 from promote.release.check import CheckResult
+from promote.runners.inventory import TestInventory
 from promote.runners.suite import RunResult
 
 SCHEMA_VERSION = 1
@@ -177,6 +178,7 @@ def document(
     root: Path | None = None,
     stories: dict[str, object] | None = None,
     shared: dict[str, Any] | None = None,
+    inventory: TestInventory | None = None,
 ) -> dict[str, Any]:
     """The evidence document: everything the pages show, as plain JSON.
 
@@ -216,6 +218,8 @@ def document(
         # The run as the shared history keeps it (docs_history): each package's count, the tests that did not pass.
         "outcomes": shared,
         "sections": list(sections or []),
+        # Every test of the repository by directory and who runs it (None: the audit collected no test root).
+        "inventory": None if inventory is None else inventory.to_json(),
         "provenance": {"tool": "promote", "version": __version__, **provenance},
     }
     return machine_paths.unmachined(doc, root)  # type: ignore[no-any-return]

@@ -135,3 +135,16 @@ def test_stdin_larger_than_a_pipe_goes_through_and_a_reader_that_stops_early_is_
     assert (done.status, done.output, done.stderr) == (0, data, "done\n")
     early = run_bounded(["sh", "-c", "head -c 10 >/dev/null; exit 3"], stdin=data, timeout=60)
     assert early.status == 3
+
+
+def test_a_program_that_writes_past_max_output_is_stopped_with_no_status() -> None:
+    # It would print forever: the bound, not the time limit, ends it.
+    forever = [sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"]
+    started = time.monotonic()
+    done = run_bounded(forever, timeout=60, max_output=1_000_000)
+    assert done.status is None
+    assert len(done.output) > 1_000_000
+    assert time.monotonic() - started < 30
+    # Within the bound, nothing changes.
+    small = run_bounded([sys.executable, "-c", "print('ok')"], timeout=60, max_output=1_000_000)
+    assert (small.status, small.stdout) == (0, "ok\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from promote.checks.ci.jobs import RUNS_HERE, JobPlan, Readers, plan
@@ -84,6 +84,15 @@ class CIReport:
     undecided: tuple[UndecidedTest, ...]
     findings: tuple[Finding, ...]
     workflows: int
+    # Test ids the repository's inventory found that no package ran and no CI job runs: told as `unowned-tests`
+    # by the inventory, not as `ci-filtered` here (one finding per cause).
+    unowned: tuple[NotRun, ...] = ()
+    job_of: dict[str, str] = field(default_factory=dict)  # the first job that runs each test id it runs
+
+    @property
+    def left_out(self) -> int:
+        """Test ids no CI job runs, the inventory's included."""
+        return len(self.not_run) + len(self.unowned)
 
 
 @dataclass(frozen=True)
@@ -107,9 +116,17 @@ def repository_of(root: Path, configured: str | None) -> str | None:
     return f"{m.group(1)}/{m.group(2)}" if m else None
 
 
-def survey_ci(root: Path, config: Config, collected: Sequence[str], *, tool_path: str | None = None) -> CIReport:
-    """Read the workflows and decide, for every test id in `collected`, whether some CI job runs it. `tool_path`:
-    where tox, make and hatch are looked for (default: beside promote's interpreter, then PATH)."""
+def survey_ci(
+    root: Path,
+    config: Config,
+    collected: Sequence[str],
+    inventory: Sequence[str] = (),
+    *,
+    tool_path: str | None = None,
+) -> CIReport:
+    """Read the workflows and decide, for every test id in `collected` (what the packages ran) and in `inventory`
+    (the rest of the repository's tests), whether some CI job runs it. `tool_path`: where tox, make and hatch are
+    looked for (default: beside promote's interpreter, then PATH)."""
     repository = repository_of(root, config.ci.repository)
     jobs, problems = read_workflows(root, repository, config.trunk)
     readers = Readers(root, {}, Tools(root, tool_path, collecting=True))
@@ -119,9 +136,13 @@ def survey_ci(root: Path, config: Config, collected: Sequence[str], *, tool_path
     plans = [plan(job, config.ci, repository, readers) for job in jobs]
     testing = [p for p in plans if p.commands]
     run_by: Counter[int] = Counter()
+    job_of: dict[str, str] = {}
     not_run: list[NotRun] = []
+    unowned: list[NotRun] = []
     undecided: list[UndecidedTest] = []
-    for raw in collected:
+    ran = set(collected)
+    every = [*collected, *(raw for raw in dict.fromkeys(inventory) if raw not in ran)]
+    for raw in every:
         if not jobs and not problems:
             undecided.append(UndecidedTest(raw, Reason("no-workflows")))
             continue
@@ -131,6 +152,7 @@ def survey_ci(root: Path, config: Config, collected: Sequence[str], *, tool_path
             reason = p.decide(test, root)
             if reason is None:
                 run_by[index] += 1
+                job_of.setdefault(raw, p.label)
             else:
                 reasons.append(reason)
         if len(reasons) < len(testing):
@@ -140,23 +162,26 @@ def survey_ci(root: Path, config: Config, collected: Sequence[str], *, tool_path
             undecided.append(UndecidedTest(raw, maybe[0]))
             continue
         filters = tuple(dict.fromkeys(r for r in reasons if r.kind != "outside"))
-        not_run.append(NotRun(raw, filters or (Reason("no-command" if reasons else "no-test-job"),)))
+        left = NotRun(raw, filters or (Reason("no-command" if reasons else "no-test-job"),))
+        (not_run if raw in ran else unowned).append(left)
     findings = [
         Finding("ci-workflow-invalid", "error", p.source, p.message, location=Location(p.source, p.line))
         for p in problems
     ]
-    findings += _grouped(not_run, plans, Counter(NodeId.parse(raw).module for raw in collected))
+    findings += _grouped(not_run, plans, Counter(NodeId.parse(raw).module for raw in every))
     reports = tuple(_report(p, run_by[testing.index(p)] if p in testing else 0) for p in plans)
     return CIReport(
         repository=repository,
         jobs=reports,
         problems=tuple(p.message for p in problems),
-        collected=len(collected),
-        run=len(collected) - len(not_run) - len(undecided),
+        collected=len(every),
+        run=len(every) - len(not_run) - len(unowned) - len(undecided),
         not_run=tuple(not_run),
         undecided=tuple(undecided),
         findings=tuple(findings),
         workflows=len({j.source for j in jobs} | {p.source for p in problems}),
+        unowned=tuple(unowned),
+        job_of=job_of,
     )
 
 
@@ -181,8 +206,8 @@ def outcome(r: CIReport) -> CIOutcome:
     errors = [f for f in r.findings if f.severity == "error"]
     if errors:
         parts = []
-        if r.not_run:
-            parts.append(f"{len(r.not_run)} of {r.collected} test ids are run by no CI job")
+        if r.left_out:
+            parts.append(f"{r.left_out} of {r.collected} test ids are run by no CI job")
         unreachable = sum(f.check == "ci-unreachable-runner" for f in r.findings)
         if unreachable:
             parts.append(f"{unreachable} job(s) cannot run in this repository")
@@ -195,6 +220,10 @@ def outcome(r: CIReport) -> CIOutcome:
     if not r.collected:
         why = "no test inventory to compare with (run `promote test` first)"
         return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps, r.not_run)
+    if r.unowned:
+        # Only tests no package runs are left out: `unowned-tests` names them, and "all" would not be true.
+        why = f"{r.left_out} of {r.collected} test ids are run by no CI job (nor by any package: see unowned-tests)"
+        return CIOutcome(NAME, FAIL, why, tuple(evidence), r.findings, steps, r.not_run)
     if r.undecided:
         why = f"{len(r.undecided)} of {r.collected} test ids cannot be decided: {r.undecided[0].why}"
         return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps, r.not_run)

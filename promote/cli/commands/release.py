@@ -26,10 +26,11 @@ EXIT_BY_VERDICT: dict[CheckVerdict | MergeVerdict, int] = {
 @click.option("--overwrite", is_flag=True, help="Replace an existing promote.toml.")
 @click.pass_obj
 def init(obj: Context, overwrite: bool) -> None:
-    """Write a starter promote.toml from this repository's remotes and branches."""
+    """Write a starter promote.toml from this repository's remotes and branches, proposing its test packages."""
     from promote.config.starter import init as write_starter
+    from promote.evidence.proposal import propose
 
-    click.echo(f"wrote {write_starter(obj.directory, overwrite=overwrite)}")
+    click.echo(f"wrote {write_starter(obj.directory, overwrite=overwrite, propose=propose)}")
 
 
 @click.command()
