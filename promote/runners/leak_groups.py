@@ -14,13 +14,9 @@ from dataclasses import replace
 from promote.core.findings import Finding, Severity
 from promote.core.vocab import IMPORT
 from promote.runners.causes.bisect import ORDER_DEPENDENT
-from promote.runners.plugin.leaks import leak_severity, left_running, what_was_done
+from promote.runners.plugin.leaks import change_texts, folded, leak_severity, left_running, what_was_done
 from promote.runners.plugin.records import LeakRecord, Origin
 from promote.runners.summary import PackageResult
-
-FOLD = 10  # tests a group names before saying "and N more"
-
-SHOWN_VALUES = 3  # values a group shows per changed key where its tests left different ones
 
 # What a group has in common: the state each change touched (the resource and the way it was changed, as the
 # probe names it) and what was done about it. Not the value left behind: fifteen tests that each seed the
@@ -83,27 +79,10 @@ def _victims(result: PackageResult) -> dict[str, list[str]]:
     return out
 
 
-def folded(items: list[str], most: int = FOLD) -> str:
-    """Up to `most` items, then how many more."""
-    shown = ", ".join(items[:most])
-    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
-
-
-def values(seen: list[str]) -> str:
-    """One value as it is; several as how many, and the first few of them."""
-    distinct = list(dict.fromkeys(seen))
-    if len(distinct) == 1:
-        return distinct[0]
-    return f"{len(distinct)} values ({folded(distinct, SHOWN_VALUES)})"
-
-
 def _finding(leaks: list[LeakRecord], victims: dict[str, list[str]], unknown: str | None) -> Finding:
     first = leaks[0]
     tests = [leak.test for leak in leaks]
-    changes = [
-        f"{key}: {values([leak.changes[i][1] for leak in leaks])} -> {values([leak.changes[i][2] for leak in leaks])}"
-        for i, (key, _, _) in enumerate(first.changes)
-    ]
+    changes = change_texts(leaks)
     if first.phase == IMPORT:
         who = tests[0] if len(tests) == 1 else f"{len(tests)} modules ({folded(tests)})"
         message = f"{who} changed global state when imported, before any test ran: {'; '.join(changes)}"

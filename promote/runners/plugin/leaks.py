@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from promote.core.findings import Finding, Location, Severity
 from promote.core.vocab import IMPORT
-from promote.runners.plugin.probes import Change, Probe, Unreadable, show_change
+from promote.runners.plugin.probes import Change, Probe, Unreadable, change_text, show_change
 from promote.runners.plugin.process_probes import DAEMON_THREAD
 from promote.runners.plugin.records import LeakRecord, Origin
 from promote.runners.plugin.sites import Sites
@@ -15,6 +15,8 @@ from promote.runners.plugin.sites import Sites
 # What importing a module ordinarily changes, by pytest's doing (its import mode puts the module's root on
 # sys.path) or a library's (threads, warning filters and loggers set up once): not a leak of the module's.
 NOT_AT_IMPORT = frozenset({"sys.path", "threads", "warnings.filters", "logging"})
+FOLD = 10  # tests a group names before saying "and N more"
+SHOWN_VALUES = 3  # values a group shows per changed key where its tests left different ones
 
 
 class LeakWatch:
@@ -182,7 +184,7 @@ def leak_finding(leak: LeakRecord, location: Location | None = None) -> Finding:
 
     `location`: the test's, relative to the rootdir (the runner makes it relative to the repository).
     """
-    keys = "; ".join(f"{key}: {before} -> {after}" for key, before, after in leak.changes)
+    keys = "; ".join(change_text(*change, _kind(leak, i)) for i, change in enumerate(leak.changes))
     if leak.phase == IMPORT:
         message = f"changed global state when imported: {keys}"
         return Finding("leaked-state", "warning", leak.test, message, cause=leak.test, location=location)
@@ -190,7 +192,7 @@ def leak_finding(leak: LeakRecord, location: Location | None = None) -> Finding:
     message = f"changed global state and did not put it back: {keys} ({what_was_done(leak)})"
     if leak.origin is not None:
         # The runner groups these under the code that made them, across tests and workers.
-        message = f"{leak.origin} {message.replace('changed', 'changed during the test', 1)}"
+        message = f"{leak.origin} changed global state during the test: {keys} ({what_was_done(leak)})"
     cause = leak.test if leak.origin is None else str(leak.origin)
     return Finding("leaked-state", leak_severity(leak), leak.test, message, cause=cause, location=location)
 
@@ -208,6 +210,39 @@ def what_was_done(leak: LeakRecord) -> str:
     if leak.unrestored:
         return f"restored {', '.join(leak.restored) or 'nothing'}; could not restore {', '.join(leak.unrestored)}"
     return "restored" if leak.restored else 'left as is, as leaks = "report" asks'
+
+
+def _kind(leak: LeakRecord, i: int) -> str:
+    """The kind of the record's `i`th change (a record from before kinds were kept: a plain set)."""
+    return leak.kinds[i][1] if len(leak.kinds) == len(leak.changes) else "set"
+
+
+def change_texts(leaks: list[LeakRecord]) -> list[str]:
+    """Each change the records (of one signature) made, with its values over all of them."""
+    first = leaks[0]
+    return [
+        change_text(
+            key,
+            values([leak.changes[i][1] for leak in leaks]),
+            values([leak.changes[i][2] for leak in leaks]),
+            _kind(first, i),
+        )
+        for i, (key, _, _) in enumerate(first.changes)
+    ]
+
+
+def folded(items: list[str], most: int = FOLD) -> str:
+    """Up to `most` items, then how many more."""
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def values(seen: list[str]) -> str:
+    """One value as it is; several as how many, and the first few of them."""
+    distinct = list(dict.fromkeys(seen))
+    if len(distinct) == 1:
+        return distinct[0]
+    return f"{len(distinct)} values ({folded(distinct, SHOWN_VALUES)})"
 
 
 def left_running(leak: LeakRecord) -> bool:

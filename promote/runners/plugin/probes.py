@@ -132,7 +132,7 @@ def show(key: str, value: object) -> str:
 
 
 def show_change(change: Change) -> tuple[str, str, str]:
-    """`(key, before, after)` as a finding shows them; never the same text on both sides of the arrow.
+    """`(key, before, after)` as a finding shows them.
 
     Two sequences (sys.path, warning filters) show only what differs, the entries both share counted: a
     long one cut at `MAX_VALUE_CHARS` would otherwise read the same before and after.
@@ -140,12 +140,18 @@ def show_change(change: Change) -> tuple[str, str, str]:
     before, after = change.before, change.after
     if isinstance(before, (tuple, list)) and isinstance(after, (tuple, list)):
         before, after = _elided(before, after)
-    shown_before, shown_after = show(change.key, before), show(change.key, after)
-    if shown_before == shown_after:
-        # A call is a change whatever it left (seeding to the key already there still seeds); a value that
-        # differs may read the same once masked or cut.
-        shown_after = "the same (set again)" if change.kind != "set" else "another value (shown alike)"
-    return change.key, shown_before, shown_after
+    return change.key, show(change.key, before), show(change.key, after)
+
+
+def change_text(key: str, before: str, after: str, kind: str) -> str:
+    """One change as a finding says it (`key: before -> after`), never as a change from a value to the same."""
+    if before != after:
+        return f"{key}: {before} -> {after}"
+    if kind == "set":
+        # Values that differ can read the same once masked.
+        return f"{key}: {after} (another value that shows the same)"
+    # A call is a change whatever it left: seeding to the key already there still seeds.
+    return f"{key}: {after}, set again to the value it had"
 
 
 def _elided(before: Sequence[Any], after: Sequence[Any]) -> tuple[object, object]:
