@@ -90,6 +90,13 @@ def test_same_value():
 
 def test_path_appended():
     sys.path.append("/nowhere/at/all")
+
+class TestSetUp:
+    def setup_method(self):
+        mx.random.seed(9)
+
+    def test_in_a_class(self):
+        pass
 """
 )
 FILES = {
@@ -157,8 +164,12 @@ def test_the_tests_own_leaks_stay_per_test_and_nothing_reads_as_a_change_to_the_
 ) -> None:
     _, _, _, report = suite
     leaks = _leaks(report)
-    own = leaks["test_suite.py::test_own_seed"]
-    assert "-> key[0, 5]" in own["message"] and own["cause"] == "test_suite.py::test_own_seed"
+    # The tests' own seeds are grouped as before: by resource and way of change, named by their tests.
+    own_tests = ["test_suite.py::TestSetUp::test_in_a_class", "test_suite.py::test_own_seed"]
+    [own] = [f for f in leaks.values() if f["subject"] in own_tests]
+    assert sorted(own["tests"]) == own_tests and own["cause"].startswith("test_suite.py::")
+    # pytest runs `setup_method` through a fixture of its own: the method is the test module's own code.
+    assert "-> 2 values (key[0, " in own["message"]
     # A value set to what it was is no change; an entry appended to a long sys.path shows as what was added.
     assert "test_suite.py::test_same_value" not in leaks
     path = leaks["test_suite.py::test_path_appended"]["message"]

@@ -19,10 +19,14 @@ from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
 
+import _pytest
+
 from promote.runners.plugin.records import Origin
 
 # Frames searched for a fixture, from the call outward: pytest's own stack above a test is about 40 deep.
 MAX_DEPTH = 200
+# Where pytest's own code is: fixtures it generates are not the suite's.
+_PYTEST = os.path.dirname(_pytest.__file__) + os.sep
 # The attribute a started thread carries: where `start()` was called.
 STARTED_AT = "_promote_started_at"
 
@@ -43,11 +47,17 @@ class Sites:
     def __init__(self, rootdir: Path) -> None:
         self.rootdir = rootdir
         self.fixtures: dict[CodeType, tuple[str, str, int]] = {}
+        self.seen: set[Callable[..., Any]] = set()
 
     def fixture(self, name: str, func: Callable[..., Any]) -> None:
         """Note a fixture's function, so that a call made inside it is put down to it."""
+        # Once per fixture function: this runs at every fixture setup of every test.
+        if func in self.seen:
+            return
+        self.seen.add(func)
         code = getattr(getattr(inspect.unwrap(func), "__func__", func), "__code__", None)
-        if isinstance(code, CodeType) and code not in self.fixtures:
+        # pytest's own (the ones it makes for setup_method, setUpClass, ...) run the suite's code, which is named.
+        if isinstance(code, CodeType) and not code.co_filename.startswith(_PYTEST) and code not in self.fixtures:
             self.fixtures[code] = (name, code.co_filename, code.co_firstlineno)
 
     def at(self, frame: FrameType | None) -> Site | None:
