@@ -20,8 +20,8 @@ from promote.runners.summary import PackageResult
 
 # What a group has in common: the state each change touched (the resource and the way it was changed, as the
 # probe names it) and what was done about it. Not the value left behind: fifteen tests that each seed the
-# generator with another number are one mistake, fixed once.
-# The code that made the change is the cause when it is not the test's own.
+# generator with another number are one mistake, fixed once. And the code that made the change, when that was
+# not the test's own (a library's line, a fixture): one cause, however many tests it ran in.
 Signature = tuple[tuple[str, ...], tuple[str, ...], str, str, Origin | None]
 
 
@@ -38,7 +38,8 @@ def group(result: PackageResult, *, remote: bool = False) -> PackageResult:
     if not result.leaks:
         return result
     recorded = {leak.test for leak in result.leaks}
-    # A worker that died before writing its results left findings only: those stay as they are.
+    # Each test's own findings give way to the groups (those of a worker that died too: its progress log kept its
+    # leaks as data).
     kept = [f for f in result.findings if not (f.check == "leaked-state" and f.subject in recorded)]
     groups: dict[Signature, list[LeakRecord]] = {}
     # Every worker imports every module: one module's import leak is recorded once per worker.
