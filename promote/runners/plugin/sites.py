@@ -23,7 +23,7 @@ import _pytest
 
 from promote.runners.plugin.records import Origin
 
-# Frames searched for a fixture, from the call outward: pytest's own stack above a test is about 40 deep.
+# Frames searched for a fixture, from the call outward, at most (the search ends at pytest's own first).
 MAX_DEPTH = 200
 # Where pytest's own code is: fixtures it generates are not the suite's.
 _PYTEST = os.path.dirname(_pytest.__file__) + os.sep
@@ -68,7 +68,8 @@ class Sites:
         site = Site(code.co_filename, frame.f_lineno, code.co_name)
         outer: FrameType | None = frame
         for _ in range(MAX_DEPTH):
-            if outer is None:
+            # pytest calls a fixture: past its first frame of pytest's own, no fixture of the suite's is around.
+            if outer is None or outer.f_code.co_filename.startswith(_PYTEST):
                 break
             fixture = self.fixtures.get(outer.f_code)
             if fixture is not None:
