@@ -257,3 +257,19 @@ class MlxProbes:
     def uninstall(self) -> None:
         """Put the wrapped MLX functions back as they were."""
         self.patches.undo()
+
+
+def import_mlx() -> tuple[ModuleType | None, str | None]:
+    """`mlx.core`, or None and why not (a missing or broken install must not break the run).
+
+    No reason for a package without MLX: it has no MLX state to leak, so there is nothing to say.
+    """
+    try:
+        import mlx.core as mx
+    except ModuleNotFoundError as e:
+        if e.name in ("mlx", "mlx.core"):
+            return None, None
+        return None, f"mlx is not importable here ({type(e).__name__}: {e})"
+    except Exception as e:
+        return None, f"mlx is not importable here ({type(e).__name__}: {e})"
+    return mx, None

@@ -10,7 +10,6 @@ import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -28,7 +27,7 @@ from promote.runners.plugin.items import (
     note_raised_at,
 )
 from promote.runners.plugin.leaks import LeakWatch, leak_finding
-from promote.runners.plugin.mlx_probes import RANDOM_PROBE, MlxProbes
+from promote.runners.plugin.mlx_probes import RANDOM_PROBE, MlxProbes, import_mlx
 from promote.runners.plugin.probes import Probe, entry_point_probes
 from promote.runners.plugin.process_probes import note_pytest_paths, process_probes
 from promote.runners.plugin.progress import ProgressLog
@@ -38,22 +37,6 @@ from promote.runners.plugin.seed_probes import NumpyRandom, SeedTracker, python_
 from promote.runners.plugin.shown_ids import shown_id
 from promote.runners.plugin.sites import Sites, ThreadStarts
 from promote.runners.plugin.streams import StreamTracker
-
-
-def import_mlx() -> tuple[ModuleType | None, str | None]:
-    """`mlx.core`, or None and why not (a missing or broken install must not break the run).
-
-    No reason for a package without MLX: it has no MLX state to leak, so there is nothing to say.
-    """
-    try:
-        import mlx.core as mx
-    except ModuleNotFoundError as e:
-        if e.name in ("mlx", "mlx.core"):
-            return None, None
-        return None, f"mlx is not importable here ({type(e).__name__}: {e})"
-    except Exception as e:
-        return None, f"mlx is not importable here ({type(e).__name__}: {e})"
-    return mx, None
 
 
 @dataclass  # no slots=True: the plugin loads on Python 3.9 too
