@@ -180,10 +180,20 @@ def crashed_tests(out_dir: Path) -> list[tuple[str, str]]:
     return list(watch.crashed())
 
 
-def recovered(out_dir: Path, workers_with_results: set[str]) -> tuple[list[TestRecord], list[Finding]]:
-    """Records and findings of workers that died before writing their results, from their progress logs."""
+@dataclass(frozen=True)
+class Recovered:
+    """What workers that died before writing their results had said in their progress logs."""
+
+    tests: list[TestRecord]
+    findings: list[Finding]
+    leaks: list[LeakRecord]
+
+
+def recovered(out_dir: Path, workers_with_results: set[str]) -> Recovered:
+    """Records, findings and leaks of workers that died before writing their results, from their progress logs."""
     tests: list[TestRecord] = []
     findings: list[Finding] = []
+    leaks: list[LeakRecord] = []
     for path in sorted(out_dir.glob("progress-*.jsonl")):
         if path.stem.removeprefix("progress-") in workers_with_results:
             continue
@@ -199,7 +209,8 @@ def recovered(out_dir: Path, workers_with_results: set[str]) -> tuple[list[TestR
                 tests.append(record)
             tests += [TestRecord.from_json(r) for r in event.records or ()]
             findings += [Finding.from_json(f) for f in event.findings or ()]
-    return tests, findings
+            leaks += [LeakRecord.from_json(leak) for leak in event.leaked or ()]
+    return Recovered(tests, findings, leaks)
 
 
 @dataclass(frozen=True)
@@ -212,6 +223,7 @@ class _PartsRead:
     timed_out: set[str]
     failing: list[bool]  # per part: whether its records explain a status 1
     workers: list[WorkerResults]
+    leaks: list[LeakRecord]  # every worker's, those that died included
     configuration: Configuration
     collected: list[str]  # every id a process of any part set out to run
     stops: list[Stop]  # why a part's pytest stopped early, for each part that did
@@ -219,20 +231,22 @@ class _PartsRead:
 
 def _read_parts(parts: list[ProcessOutcome], package: Rootdir | None) -> _PartsRead:
     per_part = [read_all_results(done.out_dir) for done in parts]
-    read = _PartsRead([], [], [], set(), [], [], chosen(package, [w for workers in per_part for w in workers]), [], [])
+    configuration = chosen(package, [w for workers in per_part for w in workers])
+    read = _PartsRead([], [], [], set(), [], [], [], configuration, [], [])
     rootdir = read.configuration.rootdir
     for done, workers in zip(parts, per_part, strict=True):
         read.workers.extend(workers)
         read.collected.extend(read_collected(done.out_dir))
         read.stops.extend(stop for stop in [read_stop(done.out_dir)] if stop is not None)
-        saved_tests, saved_findings = recovered(done.out_dir, {w.worker for w in workers})
-        part_tests = [t for w in workers for t in w.tests] + saved_tests
+        saved = recovered(done.out_dir, {w.worker for w in workers})
+        part_tests = [t for w in workers for t in w.tests] + saved.tests
+        read.leaks.extend([*(leak for w in workers for leak in w.leaked), *saved.leaks])
         finished = {t.nodeid for t in part_tests}
         read.timed_out.update(done.timed_out)
         died = done.crashed if done.crashed is not None else crashed_tests(done.out_dir)
         read.lost.extend((n, f"{done.part}/{w}") for n, w in died if n not in finished)
         read.tests.extend(part_tests)
-        read.findings.extend(rebased(f, rootdir) for f in [*(f for w in workers for f in w.findings), *saved_findings])
+        read.findings.extend(rebased(f, rootdir) for f in [*(f for w in workers for f in w.findings), *saved.findings])
         bad = any(is_red(t.outcome) for t in part_tests)
         read.failing.append(bad or bool(died) or bool(done.timed_out))
     return read
@@ -289,7 +303,7 @@ def summarize(
         subtests=dict(Counter(t.outcome for t in counted if t.parent is not None)),
         random_draws_restored=sum(w.random_draws_restored for w in every),
         random_draws=sum(w.random_draws for w in every),
-        leaks=tuple(leak for w in every for leak in w.leaked),
+        leaks=tuple(read.leaks),
         parts=tuple(done.part for done in parts),
         workers=parts[0].workers,
         rootdir=rootdir,

@@ -7,20 +7,26 @@ from collections.abc import Sequence
 
 from promote.core.findings import Finding, Location, Severity
 from promote.core.vocab import IMPORT
-from promote.runners.plugin.probes import Change, Probe, Unreadable, show
-from promote.runners.plugin.records import LeakRecord
+from promote.runners.plugin.probes import Change, Probe, Unreadable, change_text, show_change
+from promote.runners.plugin.process_probes import DAEMON_THREAD
+from promote.runners.plugin.records import LeakRecord, Origin
+from promote.runners.plugin.sites import Sites
 
 # What importing a module ordinarily changes, by pytest's doing (its import mode puts the module's root on
 # sys.path) or a library's (threads, warning filters and loggers set up once): not a leak of the module's.
 NOT_AT_IMPORT = frozenset({"sys.path", "threads", "warnings.filters", "logging"})
+FOLD = 10  # tests a group names before saying "and N more"
+SHOWN_VALUES = 3  # values a group shows per changed key where its tests left different ones
 
 
 class LeakWatch:
     """Snapshots probes, compares, restores under the `restore` policy, and times itself."""
 
-    def __init__(self, probes: Sequence[Probe], *, restore: bool) -> None:
+    def __init__(self, probes: Sequence[Probe], *, restore: bool, sites: Sites | None = None) -> None:
         self.probes = tuple(probes)
         self.restore = restore
+        # Where calls were made (None: every change is put down to the test it was seen in).
+        self.sites = sites
         self.elapsed_ns = 0
         self.tests = 0
         self.carried: dict[str, object] | None = None
@@ -68,8 +74,12 @@ class LeakWatch:
         for name in self.diff(pre, post):
             baseline[name] = post[name]
 
-    def check(self, nodeid: str, before: dict[str, object]) -> LeakRecord | None:
-        """Compare now against `before`; restore if the policy says so; what leaked (None: nothing)."""
+    def check(self, nodeid: str, before: dict[str, object], test_file: str | None = None) -> list[LeakRecord]:
+        """Compare now against `before`; restore if the policy says so; what leaked, one record per origin.
+
+        `test_file`: the test's module. A change whose calls were all made outside it (a library, a fixture) is
+        recorded apart, under the code that made it; the test's own stay together in one record, as before.
+        """
         self.tests += 1
         after = self.snapshot()
         start = time.perf_counter_ns()
@@ -77,7 +87,7 @@ class LeakWatch:
         if not changed:
             self.carried = after
             self.elapsed_ns += time.perf_counter_ns() - start
-            return None
+            return []
         quiet = self._ordinary(before, after, changed)
         if quiet:
             # Under `report` ordinary use is left as the test left it, and counted the same way.
@@ -88,16 +98,37 @@ class LeakWatch:
                     self.ordinary[name] = self.ordinary.get(name, 0) + 1
             # A quiet change that could not be put back is a leak after all.
             changed.update({name: changes for name, changes in quiet.items() if name not in restored})
-        if not changed:
-            self.elapsed_ns += time.perf_counter_ns() - start
-            return None
-        restored, failed = self._restore(before, changed) if self.restore else ([], [])
+        records = []
+        for origin, changes in self._by_origin(changed, test_file):
+            # A daemon thread that other code started ends with the process: there is nothing to put back.
+            running = origin is not None and all(c.kind == DAEMON_THREAD for cs in changes.values() for c in cs)
+            restored, failed = self._restore(before, changes) if self.restore and not running else ([], [])
+            shown = tuple(show_change(c) for cs in changes.values() for c in cs)
+            kinds = tuple((name, c.kind) for name, cs in changes.items() for c in cs)
+            records.append(LeakRecord(nodeid, shown, tuple(restored), tuple(failed), kinds=kinds, origin=origin))
         self.elapsed_ns += time.perf_counter_ns() - start
-        shown = tuple(
-            (c.key, show(c.key, c.before), show(c.key, c.after)) for changes in changed.values() for c in changes
-        )
-        kinds = tuple((name, c.kind) for name, changes in changed.items() for c in changes)
-        return LeakRecord(nodeid, shown, tuple(restored), tuple(failed), kinds=kinds)
+        return records
+
+    def _by_origin(
+        self, changed: dict[str, list[Change]], test_file: str | None
+    ) -> list[tuple[Origin | None, dict[str, list[Change]]]]:
+        """The changes per code that made them (None: the test itself), daemon threads it started apart."""
+        out: dict[tuple[Origin | None, bool], dict[str, list[Change]]] = {}
+        for name, changes in changed.items():
+            for c in changes:
+                origin = self._origin(c, test_file)
+                # Apart from anything else the same line changed: nothing to restore there, nothing failed.
+                running = origin is not None and c.kind == DAEMON_THREAD
+                out.setdefault((origin, running), {}).setdefault(name, []).append(c)
+        # The test's own first: its record is the one a reader of the plugin's findings meets first.
+        return [(origin, changes) for (origin, _), changes in sorted(out.items(), key=lambda i: i[0][0] is not None)]
+
+    def _origin(self, change: Change, test_file: str | None) -> Origin | None:
+        """The code outside the test that made `change`: None when any call was the test's own, or none was seen."""
+        if self.sites is None or not change.sites:
+            return None
+        origins = [self.sites.origin(site, test_file) for site in change.sites]
+        return None if None in origins else origins[0]
 
     def _ordinary(
         self, before: dict[str, object], after: dict[str, object], changed: dict[str, list[Change]]
@@ -140,9 +171,7 @@ class LeakWatch:
         changed = {k: v for k, v in self.diff(before, self.snapshot()).items() if k not in NOT_AT_IMPORT}
         if not changed:
             return None
-        shown = tuple(
-            (c.key, show(c.key, c.before), show(c.key, c.after)) for changes in changed.values() for c in changes
-        )
+        shown = tuple(show_change(c) for changes in changed.values() for c in changes)
         return LeakRecord(module, shown, phase=IMPORT)
 
     def us_per_test(self) -> float | None:
@@ -155,13 +184,17 @@ def leak_finding(leak: LeakRecord, location: Location | None = None) -> Finding:
 
     `location`: the test's, relative to the rootdir (the runner makes it relative to the repository).
     """
-    keys = "; ".join(f"{key}: {before} -> {after}" for key, before, after in leak.changes)
+    keys = "; ".join(change_text(*change, _kind(leak, i)) for i, change in enumerate(leak.changes))
     if leak.phase == IMPORT:
         message = f"changed global state when imported: {keys}"
         return Finding("leaked-state", "warning", leak.test, message, cause=leak.test, location=location)
     # Whether a later test failed because of it is for the runner to say (promote.runners.leak_groups).
     message = f"changed global state and did not put it back: {keys} ({what_was_done(leak)})"
-    return Finding("leaked-state", leak_severity(leak), leak.test, message, cause=leak.test, location=location)
+    if leak.origin is not None:
+        # The runner groups these under the code that made them, across tests and workers.
+        message = f"{leak.origin} changed global state during the test: {keys} ({what_was_done(leak)})"
+    cause = leak.test if leak.origin is None else str(leak.origin)
+    return Finding("leaked-state", leak_severity(leak), leak.test, message, cause=cause, location=location)
 
 
 def leak_severity(leak: LeakRecord) -> Severity:
@@ -172,9 +205,49 @@ def what_was_done(leak: LeakRecord) -> str:
     """What promote did about the leak: restored it, could not, or left it (under `report`)."""
     if leak.phase == IMPORT:
         return "left as is: the module's own tests may rely on it"
+    if left_running(leak):
+        return "left running: a daemon thread ends with its process, and the test did not start it itself"
     if leak.unrestored:
         return f"restored {', '.join(leak.restored) or 'nothing'}; could not restore {', '.join(leak.unrestored)}"
     return "restored" if leak.restored else 'left as is, as leaks = "report" asks'
+
+
+def _kind(leak: LeakRecord, i: int) -> str:
+    """The kind of the record's `i`th change (a record from before kinds were kept: a plain set)."""
+    return leak.kinds[i][1] if len(leak.kinds) == len(leak.changes) else "set"
+
+
+def change_texts(leaks: list[LeakRecord]) -> list[str]:
+    """Each change the records (of one signature) made, with its values over all of them."""
+    first = leaks[0]
+    return [
+        change_text(
+            key,
+            values([leak.changes[i][1] for leak in leaks]),
+            values([leak.changes[i][2] for leak in leaks]),
+            _kind(first, i),
+        )
+        for i, (key, _, _) in enumerate(first.changes)
+    ]
+
+
+def folded(items: list[str], most: int = FOLD) -> str:
+    """Up to `most` items, then how many more."""
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def values(seen: list[str]) -> str:
+    """One value as it is; several as how many, and the first few of them."""
+    distinct = list(dict.fromkeys(seen))
+    if len(distinct) == 1:
+        return distinct[0]
+    return f"{len(distinct)} values ({folded(distinct, SHOWN_VALUES)})"
+
+
+def left_running(leak: LeakRecord) -> bool:
+    """Whether `leak` is only daemon threads that code outside the test started (nothing to restore, no error)."""
+    return leak.origin is not None and bool(leak.kinds) and all(kind == DAEMON_THREAD for _, kind in leak.kinds)
 
 
 def _looks_same(change: Change) -> bool:

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from promote.runners.plugin.mlx_random import RandomTracker
 from promote.runners.plugin.probes import Probe
 from promote.runners.plugin.seed_probes import PrintOptions
+from promote.runners.plugin.sites import Sites
 
 _T = TypeVar("_T")
 
@@ -156,7 +157,7 @@ class MlxProbes:
     setters are all absent too is left out silently: no test can change what this MLX does not have.
     """
 
-    def __init__(self, mx: ModuleType) -> None:
+    def __init__(self, mx: ModuleType, sites: Sites | None = None) -> None:
         self.mx = mx
         self.patches = _Patches()
         self.missing: list[str] = []
@@ -178,7 +179,7 @@ class MlxProbes:
                 guesses["cache_limit"] = guesses["cache_limit"] or limit.value
         random_api = ("random.state", "random.seed", "random.split", "array_equal", "stack")
         self.random = self._part(
-            "random state", random_api, ("random.seed",), lambda: RandomTracker(mx, self.patches.replace)
+            "random state", random_api, ("random.seed",), lambda: RandomTracker(mx, self.patches.replace, sites)
         )
         print_api = ("get_printoptions", "set_printoptions")
         self.printing = self._part("print options", print_api, print_api[1:], lambda: PrintOptions(mx))
@@ -256,3 +257,19 @@ class MlxProbes:
     def uninstall(self) -> None:
         """Put the wrapped MLX functions back as they were."""
         self.patches.undo()
+
+
+def import_mlx() -> tuple[ModuleType | None, str | None]:
+    """`mlx.core`, or None and why not (a missing or broken install must not break the run).
+
+    No reason for a package without MLX: it has no MLX state to leak, so there is nothing to say.
+    """
+    try:
+        import mlx.core as mx
+    except ModuleNotFoundError as e:
+        if e.name in ("mlx", "mlx.core"):
+            return None, None
+        return None, f"mlx is not importable here ({type(e).__name__}: {e})"
+    except Exception as e:
+        return None, f"mlx is not importable here ({type(e).__name__}: {e})"
+    return mx, None

@@ -18,10 +18,12 @@ that successor chain. Told apart without MLX work in the usual case:
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from promote.runners.plugin.probes import Change
+from promote.runners.plugin.sites import Site, Sites
 
 # Not draws: `key` and `split` take an explicit key and leave the global one alone.
 NOT_DRAWS = frozenset({"seed", "key", "split", "state"})
@@ -31,6 +33,8 @@ FIRST_BLOCK = 8
 MAX_BLOCK = 512
 # Followed segments of draws kept at most; past it the notes start over (and the value search answers).
 MAX_SEGMENTS = 4096
+# Where the latest seeds were called, kept at most (a test that seeds more often is named by its last ones).
+MAX_SITES = 64
 
 
 class RandomSnapshot:
@@ -63,8 +67,12 @@ class RandomSnapshot:
 class RandomTracker:
     """Follows `mx.random` through wrappers of `seed` and of the drawing functions."""
 
-    def __init__(self, mx: Any, replace: Callable[[Any, str, Callable[[Any], Any]], None]) -> None:
+    def __init__(
+        self, mx: Any, replace: Callable[[Any, str, Callable[[Any], Any]], None], sites: Sites | None = None
+    ) -> None:
         self.random = mx.random
+        self.sites = sites
+        self.seed_sites: dict[int, Site] = {}  # seed number (1, 2, ...) -> where it was called
         self.split = mx.random.split
         self.seed = mx.random.seed
         self.mx = mx
@@ -86,6 +94,10 @@ class RandomTracker:
         def seed(*args: Any, **kwargs: Any) -> Any:
             self.seeds += 1
             self.seed_from = self.state[0]
+            if self.sites is not None and (site := self.sites.at(sys._getframe(1))) is not None:
+                if len(self.seed_sites) >= MAX_SITES:
+                    self.seed_sites.pop(min(self.seed_sites))
+                self.seed_sites[self.seeds] = site
             return original(*args, **kwargs)
 
         return seed
@@ -122,7 +134,9 @@ class RandomTracker:
         if after.state is not before.state:
             out.append(Change(f"{name} (attribute rebound)", _kind(before.state), _kind(after.state), "rebound"))
         if after.seeds != before.seeds:
-            out.append(Change(f"{name} (mx.random.seed)", before, after, "seed call"))
+            calls = range(before.seeds + 1, after.seeds + 1)
+            sites = tuple(dict.fromkeys(self.seed_sites[n] for n in calls if n in self.seed_sites))
+            out.append(Change(f"{name} (mx.random.seed)", before, after, "seed call", sites))
         elif after.key is not before.key:
             out.append(Change(f"{name} (key not from a draw)", before, after, "set"))
         return out

@@ -8,13 +8,14 @@ through the entry point group `promote.probes`: the entry point names a probe (a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, NamedTuple
 
 from promote.core.findings import Finding
 from promote.core.redact import redact, secret_name
+from promote.runners.plugin.sites import Site
 
 ENTRY_POINT_GROUP = "promote.probes"
 # The name inside a mapping key's brackets: `os.environ[HF_TOKEN]` -> `HF_TOKEN`.
@@ -33,12 +34,16 @@ MISSING = Missing()
 
 
 class Change(NamedTuple):
-    """One key whose value differs: `before -> after`; `kind` says how ("set", "seed call"), for grouping."""
+    """One key whose value differs: `before -> after`; `kind` says how ("set", "seed call"), for grouping.
+
+    `sites`: the calls that made it, where the probe saw them (a wrapped setter); none for a change only observed.
+    """
 
     key: str
     before: object
     after: object
     kind: str = "set"
+    sites: tuple[Site, ...] = ()
 
 
 class Described(str):
@@ -124,6 +129,57 @@ def show(key: str, value: object) -> str:
         return "***"
     text = redact(repr(value))
     return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."
+
+
+def show_change(change: Change) -> tuple[str, str, str]:
+    """`(key, before, after)` as a finding shows them.
+
+    Two sequences (sys.path, warning filters) show only what differs, the entries both share counted: a
+    long one cut at `MAX_VALUE_CHARS` would otherwise read the same before and after.
+    """
+    before, after = change.before, change.after
+    if isinstance(before, (tuple, list)) and isinstance(after, (tuple, list)):
+        before, after = _elided(before, after)
+    return change.key, show(change.key, before), show(change.key, after)
+
+
+def change_text(key: str, before: str, after: str, kind: str) -> str:
+    """One change as a finding says it (`key: before -> after`), never as a change from a value to the same."""
+    if before != after:
+        return f"{key}: {before} -> {after}"
+    if kind == "set":
+        # Values that differ can read the same once masked.
+        return f"{key}: {after} (another value that shows the same)"
+    # A call is a change whatever it left: seeding to the key already there still seeds.
+    return f"{key}: {after}, set again to the value it had"
+
+
+def _elided(before: Sequence[Any], after: Sequence[Any]) -> tuple[object, object]:
+    """Both sequences without the entries they share at the start and at the end, those counted."""
+    limit = min(len(before), len(after))
+    head = 0
+    while head < limit and _same(before[head], after[head]):
+        head += 1
+    tail = 0
+    while tail < limit - head and _same(before[-1 - tail], after[-1 - tail]):
+        tail += 1
+    if head + tail == 0:
+        return before, after
+    return _Elided(before, head, tail), _Elided(after, head, tail)
+
+
+class _Elided:
+    """A sequence shown as its middle, with how many entries before and after it are the same on both sides."""
+
+    def __init__(self, items: Sequence[Any], head: int, tail: int) -> None:
+        self.middle = list(items[head : len(items) - tail])
+        self.head, self.tail = head, tail
+
+    def __repr__(self) -> str:
+        parts = [f"{self.head} unchanged"] if self.head else []
+        parts += [repr(item) for item in self.middle]
+        parts += [f"{self.tail} unchanged"] if self.tail else []
+        return f"({', '.join(parts)})"
 
 
 def as_probe(obj: Any) -> Probe:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import locale
 import logging
 import os
+import re
 import sys
 import threading
 import warnings
@@ -14,7 +15,10 @@ from typing import Any
 
 from promote.core.redact import MASK, PACKAGE_ENV_NAMES, secret_name
 from promote.runners.plugin.probes import MISSING, Change, Probe, mapping_changes
+from promote.runners.plugin.sites import started_at, target
 
+# The kind of change a daemon thread left running is: one that code outside the test started is no test's leak.
+DAEMON_THREAD = "daemon thread"
 # pytest sets and clears this around every phase; it is not the test's doing.
 _IGNORED_ENV = frozenset({"PYTEST_CURRENT_TEST"})
 
@@ -113,13 +117,24 @@ def _sys_path_restore(before: tuple[str, ...]) -> None:
     sys.path[:] = _pytests_own(before, sys.path)[0] + list(before)
 
 
+# The names threading gives a thread not named by its maker ("Thread-3", "Thread-3 (run)"): numbered in start order,
+# so not the same in two workers; such a thread is keyed by what it runs instead.
+_NUMBERED = re.compile(r"Thread-\d+( \(.*\))?")
+
+
 def _threads_diff(before: tuple[threading.Thread, ...], after: tuple[threading.Thread, ...]) -> list[Change]:
     # Only threads started and still running count: one that ends is no new leak.
     if before == after:
         return []
     known = set(before)
     return [
-        Change(f"threads[{t.name}]", MISSING, "running, daemon" if t.daemon else "running")
+        Change(
+            f"threads[{target(t) if _NUMBERED.fullmatch(t.name) else t.name}]",
+            MISSING,
+            "running, daemon" if t.daemon else "running",
+            DAEMON_THREAD if t.daemon else "thread",
+            tuple(site for site in [started_at(t)] if site is not None),
+        )
         for t in after
         if t not in known and t.is_alive()
     ]

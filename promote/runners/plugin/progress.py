@@ -34,6 +34,7 @@ class ProgressEvent:
     count: int | None = None
     serial_left: int | None = None
     findings: list[dict[str, Any]] | None = None
+    leaked: list[dict[str, Any]] | None = None  # on a `finish` line: the test's leaked state, as data
     duration_s: float | None = None  # on a short `finish` line, which stands for its record
     thread: str | None = None  # on `session`: the process's main thread, where tests normally run
     thread_id: int | None = None
@@ -94,14 +95,17 @@ class ProgressLog:
         outcome: str,
         records: list[dict[str, Any]] | None = None,
         findings: list[dict[str, Any]] | None = None,
+        leaked: list[dict[str, Any]] | None = None,
     ) -> None:
-        """A test's protocol ended with `outcome`; its records and new findings survive a later crash."""
+        """A test's protocol ended with `outcome`; its records, new findings and leaks survive a later crash."""
         line: dict[str, Any] = {"event": "finish", "nodeid": nodeid, "index": index, "outcome": outcome}
         # A failure's text or a finding may quote a secret: redacted (promote.core.redact) before it is written.
         if records:
             line["records"] = current_redactor().data(records)
         if findings:
             line["findings"] = current_redactor().data(findings)
+        if leaked:
+            line["leaked"] = current_redactor().data(leaked)
         self._write(line)
 
     def detach(self) -> None:

@@ -10,7 +10,6 @@ import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -28,7 +27,7 @@ from promote.runners.plugin.items import (
     note_raised_at,
 )
 from promote.runners.plugin.leaks import LeakWatch, leak_finding
-from promote.runners.plugin.mlx_probes import RANDOM_PROBE, MlxProbes
+from promote.runners.plugin.mlx_probes import RANDOM_PROBE, MlxProbes, import_mlx
 from promote.runners.plugin.probes import Probe, entry_point_probes
 from promote.runners.plugin.process_probes import note_pytest_paths, process_probes
 from promote.runners.plugin.progress import ProgressLog
@@ -36,23 +35,8 @@ from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults
 from promote.runners.plugin.requirement_rules import excerpt
 from promote.runners.plugin.seed_probes import NumpyRandom, SeedTracker, python_random
 from promote.runners.plugin.shown_ids import shown_id
+from promote.runners.plugin.sites import Sites, ThreadStarts
 from promote.runners.plugin.streams import StreamTracker
-
-
-def import_mlx() -> tuple[ModuleType | None, str | None]:
-    """`mlx.core`, or None and why not (a missing or broken install must not break the run).
-
-    No reason for a package without MLX: it has no MLX state to leak, so there is nothing to say.
-    """
-    try:
-        import mlx.core as mx
-    except ModuleNotFoundError as e:
-        if e.name in ("mlx", "mlx.core"):
-            return None, None
-        return None, f"mlx is not importable here ({type(e).__name__}: {e})"
-    except Exception as e:
-        return None, f"mlx is not importable here ({type(e).__name__}: {e})"
-    return mx, None
 
 
 @dataclass  # no slots=True: the plugin loads on Python 3.9 too
@@ -85,6 +69,7 @@ class Recorder:
         self.flushed = 0
         self.findings: list[Finding] = []
         self.leaked: list[LeakRecord] = []
+        self.leaks_flushed = 0  # how many of `leaked` the progress log has
         self.index = 0
         self.running: _Running | None = None
         self.where: str | None = None
@@ -99,11 +84,16 @@ class Recorder:
         self.watch: LeakWatch | None = None
         self.mlx_probes: MlxProbes | None = None
         self.seeded: list[NumpyRandom | SeedTracker] = []
+        self.sites: Sites | None = None
+        self.thread_starts: ThreadStarts | None = None
         if leaks != OFF:
-            self.seeded = [python_random(), NumpyRandom()]
+            # Where a setter was called, so that a change library code or a fixture made is put down to it.
+            sites = self.sites = Sites(config.rootpath)
+            self.thread_starts = ThreadStarts(sites)
+            self.seeded = [python_random(sites), NumpyRandom(sites)]
             probes: list[Probe] = process_probes() + [s.probe() for s in self.seeded]
             if self.mx is not None:
-                self.mlx_probes = MlxProbes(self.mx)
+                self.mlx_probes = MlxProbes(self.mx, sites)
                 probes += self.mlx_probes.probes()
                 if self.mlx_probes.missing:
                     version = getattr(self.mx, "__version__", "(unknown version)")
@@ -114,13 +104,14 @@ class Recorder:
                 self.findings.append(Finding("leaked-state", "info", "mlx", message))
             extra, problems = entry_point_probes()
             self.findings += problems
-            self.watch = LeakWatch(probes + extra, restore=leaks == RESTORE)
+            self.watch = LeakWatch(probes + extra, restore=leaks == RESTORE, sites=sites)
 
     def become(self, worker: str) -> None:
         """Record from here on as `worker`, from no test yet: a child forked to run one selection of its own."""
         self.progress.detach()  # the parent's log stays the parent's
         self.worker, self.progress = worker, ProgressLog(self.out_dir, worker)
         self.records, self.findings, self.leaked, self.flushed, self.index = [], [], [], 0, 0
+        self.leaks_flushed = 0
 
     def _whereabouts(self) -> tuple[str | None, str, str | None]:
         phase = self.phase
@@ -204,8 +195,8 @@ class Recorder:
         finally:
             # After teardown: compare, name this test as the cause, restore if asked.
             if self.watch is not None and self.before is not None:
-                leak = self.watch.check(item.nodeid, self.before)
-                if leak is not None:
+                path = getattr(item, "path", None)
+                for leak in self.watch.check(item.nodeid, self.before, str(path) if path is not None else None):
                     self.leaked.append(leak)
                     self.findings.append(leak_finding(leak, outcomes.place(item.location)))
             self.before, self.running, self.phase = None, None, "between"
@@ -215,6 +206,8 @@ class Recorder:
     @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[Any]) -> Generator[None, object, object]:
         self.fixtures.append(fixturedef.argname)
+        if self.sites is not None:
+            self.sites.fixture(fixturedef.argname, fixturedef.func)
         # A wider-scoped fixture's state is meant to outlast the test that first set it up.
         wide = self.watch is not None and self.before is not None and fixturedef.scope != "function"
         pre = self.watch.snapshot() if wide and self.watch else None
@@ -327,12 +320,15 @@ class Recorder:
             self.progress.finish_passed(record.nodeid, run.index, record.duration_s)
             return
         fresh, self.flushed = self.findings[self.flushed :], len(self.findings)
+        # Its leaks as data too: a worker that dies later still has them grouped with the other workers'.
+        leaked, self.leaks_flushed = self.leaked[self.leaks_flushed :], len(self.leaked)
         self.progress.finish(
             record.nodeid,
             run.index,
             outcome,
             records=[r.to_json() for r in (record, *run.subtests)],
             findings=[f.to_json() for f in fresh],
+            leaked=[leak.to_json() for leak in leaked],
         )
 
     @pytest.hookimpl(trylast=True)
@@ -372,6 +368,8 @@ class Recorder:
             self.mlx_probes.uninstall()
         for seeded in self.seeded:
             seeded.uninstall()
+        if self.thread_starts is not None:
+            self.thread_starts.uninstall()
         self.progress.close()
 
 

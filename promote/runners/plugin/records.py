@@ -98,6 +98,33 @@ class StreamRecord:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Code outside a test that changed global state while it ran: a call's line, or a fixture's definition.
+
+    `path` is relative to the rootdir when `inside`, else to the import root it was loaded from (site-packages).
+    `function`: the function that made the call, or the fixture's name when `fixture`.
+    """
+
+    path: str
+    line: int
+    function: str
+    inside: bool = False
+    fixture: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Origin:
+        return cls(str(d["path"]), int(d["line"]), str(d["function"]), bool(d.get("inside")), bool(d.get("fixture")))
+
+    def __str__(self) -> str:
+        if self.fixture:
+            return f"fixture {self.function} ({self.path}:{self.line})"
+        return f"{self.path}:{self.line} ({self.function})"
+
+
+@dataclass(frozen=True)
 class LeakRecord:
     """One test's leaked state: what changed from what to what (as shown), and what was put back."""
 
@@ -109,9 +136,12 @@ class LeakRecord:
     phase: LeakPhase = "test"
     # Per change, the resource (the probe's name) and the kind of change ("set", "seed call"): for grouping.
     kinds: tuple[tuple[str, str], ...] = ()
+    # The code outside the test that made these changes (None: the test's own code, or not known).
+    origin: Origin | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "origin": None if self.origin is None else self.origin.to_json(),
             "test": self.test,
             "changes": [list(c) for c in self.changes],
             "restored": list(self.restored),
@@ -127,7 +157,8 @@ class LeakRecord:
         phase: LeakPhase = IMPORT if d.get("phase") == IMPORT else "test"
         kinds = tuple((str(r), str(k)) for r, k in d.get("kinds", ()))
         restored, unrestored = tuple(d.get("restored", ())), tuple(d.get("unrestored", ()))
-        return cls(str(d["test"]), changes, restored, unrestored, phase, kinds)
+        origin = Origin.from_json(d["origin"]) if isinstance(d.get("origin"), dict) else None
+        return cls(str(d["test"]), changes, restored, unrestored, phase, kinds, origin)
 
 
 @dataclass(frozen=True)

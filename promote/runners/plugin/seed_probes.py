@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from promote.runners.plugin.probes import Change, Described, Probe
+from promote.runners.plugin.sites import Site, Sites
 
 # Callers whose seeding is the test runner's, not the test's.
 _RUNNER_MODULES = ("pytest_randomly",)
@@ -38,13 +39,17 @@ class SeedTracker:
 
     `kinds` maps each wrapped function name to the kind of change a call is ("seed call", "set").
     `get` / `set` read and write the whole state (the originals, unwrapped), used only around calls.
+    `sites`: where each call is made is read from the stack (None: not read).
     """
 
-    def __init__(self, name: str, module: ModuleType, kinds: dict[str, str], get: str, set: str) -> None:
-        self.name, self.module = name, module
+    def __init__(
+        self, name: str, module: ModuleType, kinds: dict[str, str], get: str, set: str, sites: Sites | None = None
+    ) -> None:
+        self.name, self.module, self.sites = name, module, sites
         self.get: Callable[[], Any] = getattr(module, get)
         self.set: Callable[[Any], Any] = getattr(module, set)
-        self.calls: list[tuple[str, str]] = []  # (function called, kind of change), in order: snapshots index it
+        # (function called, kind of change, where it was called), in order: snapshots index it.
+        self.calls: list[tuple[str, str, Site | None]] = []
         self.saved: dict[int, Any] = {}  # call index -> the state just before that call
         self.applied: list[tuple[str, Any, Any]] = []
         for fn, kind in kinds.items():
@@ -57,12 +62,13 @@ class SeedTracker:
     def _wrap(self, original: Callable[..., Any], fn: str, kind: str) -> Callable[..., Any]:
         @functools.wraps(original)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            caller = sys._getframe(1).f_globals.get("__name__", "")
-            if not str(caller).startswith(_RUNNER_MODULES):
+            frame = sys._getframe(1)
+            if not str(frame.f_globals.get("__name__", "")).startswith(_RUNNER_MODULES):
                 if len(self.saved) >= _MAX_SAVED:
                     self.saved.pop(min(self.saved))
                 self.saved[len(self.calls)] = self.get()
-                self.calls.append((f"{self.module.__name__}.{fn}", kind))
+                site = self.sites.at(frame) if self.sites is not None else None
+                self.calls.append((f"{self.module.__name__}.{fn}", kind, site))
             return original(*args, **kwargs)
 
         return wrapper
@@ -77,9 +83,11 @@ class SeedTracker:
             # Saved, seeded, then set back as it was (hypothesis does it around every example): no leak.
             return []
         out = []
-        for kind in dict.fromkeys(k for _, k in made):
-            called = ", ".join(dict.fromkeys(fn for fn, k in made if k == kind))
-            out.append(Change(f"{self.name} ({kind})", Described("not called"), Described(f"{called} called"), kind))
+        for kind in dict.fromkeys(k for _, k, _ in made):
+            called = ", ".join(dict.fromkeys(fn for fn, k, _ in made if k == kind))
+            sites = tuple(dict.fromkeys(site for _, k, site in made if k == kind and site is not None))
+            before_, after_ = Described("not called"), Described(f"{called} called")
+            out.append(Change(f"{self.name} ({kind})", before_, after_, kind, sites))
         return out
 
     def _put_back(self, before: int) -> bool:
@@ -110,11 +118,12 @@ class SeedTracker:
         self.applied.clear()
 
 
-def python_random() -> SeedTracker:
+def python_random(sites: Sites | None = None) -> SeedTracker:
     """Python's `random` module: `seed` and `setstate` calls."""
     import random
 
-    return SeedTracker("random.state", random, {"seed": "seed call", "setstate": "set"}, "getstate", "setstate")
+    kinds = {"seed": "seed call", "setstate": "set"}
+    return SeedTracker("random.state", random, kinds, "getstate", "setstate", sites)
 
 
 class NumpyRandom:
@@ -122,8 +131,9 @@ class NumpyRandom:
 
     name = "numpy.random.state"
 
-    def __init__(self) -> None:
+    def __init__(self, sites: Sites | None = None) -> None:
         self.tracker: SeedTracker | None = None
+        self.sites = sites
 
     def _ready(self) -> SeedTracker | None:
         if self.tracker is None:
@@ -132,7 +142,7 @@ class NumpyRandom:
             random = getattr(numpy, "random", None) if numpy is not None else None
             if isinstance(random, ModuleType) and callable(getattr(random, "get_state", None)):
                 kinds = {"seed": "seed call", "set_state": "set"}
-                self.tracker = SeedTracker(self.name, random, kinds, "get_state", "set_state")
+                self.tracker = SeedTracker(self.name, random, kinds, "get_state", "set_state", self.sites)
         return self.tracker
 
     def snapshot(self) -> int:

@@ -295,7 +295,8 @@ def test_the_progress_log_alone_rebuilds_every_record_the_results_file_holds(pyt
     rec = record(pytester, subprocess=True)
 
     [results] = rec.results
-    rebuilt, findings = summary.recovered(out_dir(pytester), workers_with_results=set())
+    saved = summary.recovered(out_dir(pytester), workers_with_results=set())
+    rebuilt, findings = saved.tests, saved.findings
     assert sorted(rebuilt, key=lambda t: (t.index, t.nodeid)) == sorted(
         results.tests, key=lambda t: (t.index, t.nodeid)
     )

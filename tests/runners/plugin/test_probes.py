@@ -30,8 +30,8 @@ KILL_SWITCH = """
 
 def check(watch: LeakWatch, nodeid: str, before: dict[str, object]) -> Finding | None:
     """The finding the plugin writes for what `watch` saw leak (None: nothing)."""
-    leak = watch.check(nodeid, before)
-    return None if leak is None else leak_finding(leak)
+    leaks = watch.check(nodeid, before)
+    return leak_finding(leaks[0]) if leaks else None
 
 
 @pytest.fixture
@@ -304,7 +304,7 @@ def test_an_ordinary_change_is_restored_and_counted_without_a_finding_and_a_leak
     reporting = LeakWatch(probes, restore=False)
     before = reporting.before_test()
     state["counter"] = 9
-    assert reporting.check("t.py::test_counts", before) is None
+    assert reporting.check("t.py::test_counts", before) == []
     # `leaks = "report"` changes nothing, ordinary use included; it is counted the same way.
     assert state["counter"] == 9 and reporting.ordinary == {} and reporting.used == {"counter": 1}
 
