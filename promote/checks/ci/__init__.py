@@ -12,8 +12,8 @@ from promote.checks.ci.jobs import RUNS_HERE, JobPlan, Readers, plan
 from promote.checks.ci.reasons import Reason, sentence, subject_of
 from promote.checks.ci.terms import NodeId
 from promote.checks.ci.tools import Tools
-from promote.checks.ci.workflows import WORKFLOWS, read_workflows
-from promote.config import Config
+from promote.checks.ci.workflows import WORKFLOWS, Job, read_workflows
+from promote.config import CIConfig, Config
 from promote.core.errors import PromoteError
 from promote.core.findings import Finding, Location
 from promote.core.git import Repo
@@ -116,6 +116,17 @@ def repository_of(root: Path, configured: str | None) -> str | None:
     return f"{m.group(1)}/{m.group(2)}" if m else None
 
 
+def job_plans(
+    root: Path, ci: CIConfig, repository: str | None, jobs: Sequence[Job], tool_path: str | None = None
+) -> list[JobPlan]:
+    """Each job's reachability and test commands; the tools are asked what they run once per question."""
+    readers = Readers(root, {}, Tools(root, tool_path, collecting=True))
+    for job in jobs:  # noting the questions for the tools, so that tox answers them in one call
+        plan(job, ci, repository, readers)
+    readers.tools.prefetch()
+    return [plan(job, ci, repository, readers) for job in jobs]
+
+
 def survey_ci(
     root: Path,
     config: Config,
@@ -129,11 +140,7 @@ def survey_ci(
     looked for (default: beside promote's interpreter, then PATH)."""
     repository = repository_of(root, config.ci.repository)
     jobs, problems = read_workflows(root, repository, config.trunk)
-    readers = Readers(root, {}, Tools(root, tool_path, collecting=True))
-    for job in jobs:  # noting the questions for the tools, so that tox answers them in one call
-        plan(job, config.ci, repository, readers)
-    readers.tools.prefetch()
-    plans = [plan(job, config.ci, repository, readers) for job in jobs]
+    plans = job_plans(root, config.ci, repository, jobs, tool_path)
     testing = [p for p in plans if p.commands]
     run_by: Counter[int] = Counter()
     job_of: dict[str, str] = {}

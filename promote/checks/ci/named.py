@@ -6,9 +6,7 @@ import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
-from promote.checks.ci import repository_of
-from promote.checks.ci.jobs import plan
-from promote.checks.ci.nox import Noxfile
+from promote.checks.ci import job_plans, repository_of
 from promote.checks.ci.pytest_run import PytestRun
 from promote.checks.ci.unittest_run import UnittestRun
 from promote.checks.ci.workflows import read_workflows
@@ -28,10 +26,8 @@ def named_dirs(root: Path, ci: CIConfig, trunk: str) -> tuple[NamedDir, ...]:
     """Every directory a test command of a workflow job names (a file named: its directory), each once."""
     repository = repository_of(root, ci.repository)
     jobs, _ = read_workflows(root, repository, trunk)
-    noxfiles: dict[str, Noxfile | str] = {}
     found: dict[str, NamedDir] = {}
-    for job in jobs:
-        p = plan(job, root, ci, repository, noxfiles)
+    for p in job_plans(root, ci, repository, jobs):
         for command in p.commands:
             for path in _paths(command.run, root):
                 found.setdefault(path, NamedDir(path, p.label, command.text))
