@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from promote.runners.causes.investigate import Budget
+from promote.runners.causes.budget import Budget
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import commit, git
 from tests.helpers.packages import write_config, write_package
