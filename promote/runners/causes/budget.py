@@ -5,8 +5,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from promote.runners.causes.bisect import OUT_OF_BUDGET
-
 
 @dataclass
 class Budget:
@@ -45,10 +43,6 @@ class Budget:
 def out_of_budget(budget: Budget, victim: str, granted: int, used: int) -> str:
     """Why a test's reruns stopped short, in what it was given: the run's budget, who else used it, its share."""
     others = budget.users(besides=victim)
-    whole = f"the rerun budget of {budget.total} (max_reruns, shared by every failed test)"
-    if not others:
-        return f"{OUT_OF_BUDGET}: {whole} was this test's alone; it was given {granted} and used {used}"
-    return (
-        f"{OUT_OF_BUDGET}: {whole} was used by {others} other failed test(s); this test was given {granted}"
-        f" and used {used}"
-    )
+    whole = f"the rerun budget of {budget.total} (max_reruns, shared by every failed test) ran out before an answer"
+    by = f"{others} other failed test(s) used it" if others else "no other failed test used it"
+    return f"{whole}: {by}; this test was given {granted} and used {used}"
