@@ -89,7 +89,7 @@ def _finding(key: Group, subject: str, cause: str | None, affected: str, here: s
     if jobs:
         # No station has it: the CI jobs whose runners do are where it runs.
         where = "; ".join(f"CI job `{j.job}` of {j.source} runs it on [{j.runs_on}]" for j in jobs)
-        message = f"needs {need}; no station has it; {where}{affected}"
+        message = f"needs {need}; no station has {'it' if len(requirements) == 1 else 'them all'}; {where}{affected}"
         return Finding(STATION_BOUND, "warning", subject, message, cause=cause)
     message = f"needs {need}, which only {', '.join(stations)} has; it did not run here on {here}{affected}"
     return Finding(STATION_BOUND, "warning", subject, message, cause=cause)
