@@ -116,7 +116,7 @@ def _missing(
     if kind == "required":
         fix = "fix the environment"
     elif failing:
-        fix = f"{failing} fail for it instead of skipping"
+        fix = f"{failing} {'test or module fails' if failing == 1 else 'tests or modules fail'} instead of skipping"
     else:
         severity, fix = "warning", "its tests skip without it"
     return severity, f"cannot import {module}: not installed on station {here}; {said}; {fix}"
