@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from promote.core.capped import read_capped
+from promote.core.capped import Unreadable, read_bounded
 from promote.core.errors import PromoteError
 
 if sys.version_info >= (3, 11):
@@ -91,11 +91,9 @@ def locate(start: Path) -> tuple[Path, Ini] | None:
 def read_config(path: Path, directory: str) -> Ini | None:
     """The settings in the file at `path` (whose directory is called `directory` in the result), bounded in size."""
     try:
-        data = read_capped(path, MAX_BYTES)
-    except OSError as e:
-        raise PytestConfigError(f"{path}: cannot be read: {e.strerror or e}") from None
-    if data is None:
-        raise PytestConfigError(f"{path}: larger than {MAX_BYTES} bytes: not read as a pytest configuration")
+        data = read_bounded(path, MAX_BYTES)
+    except Unreadable as e:
+        raise PytestConfigError(str(e)) from None
     return parse_config(path.name, data, directory)
 
 

@@ -29,6 +29,8 @@ class Station:
     local: bool = False
     detected: bool = False
     os_build: str | None = None  # e.g. "Darwin 24.3.0": what an accelerated path was validated against
+    # It reaches the Hugging Face hub (a GitHub-hosted CI runner): it has any hub model, downloaded when asked for.
+    network: bool = False
 
     def has(self, requirement: str) -> bool:
         """Whether this station meets one requirement (`device:metal`, `memory:64`, `hub:org/name`, ...)."""
@@ -44,6 +46,8 @@ class Station:
                 return False
         if kind == "platform":
             return self.platform == value
+        if kind == "hub" and self.network:
+            return True
         return requirement in self.resources
 
     def lacking(self, requirements: Sequence[str]) -> tuple[str, ...]:

@@ -112,6 +112,17 @@ COUNT_KEYS: Final[dict[Count, CountKey]] = {
     "crashed": "crashed",
 }
 
+# What a requirement makes of a test that did not pass (promote.runners.requirements): a module not installed,
+# something no station and no CI job has, or something only some stations (or CI jobs) have.
+Blocker = Literal["missing-package", "impossible-requirement", "station-bound"]
+MISSING_PACKAGE: Final = "missing-package"
+IMPOSSIBLE: Final = "impossible-requirement"
+STATION_BOUND: Final = "station-bound"
+BLOCKERS: tuple[Blocker, ...] = (IMPOSSIBLE, STATION_BOUND, MISSING_PACKAGE)
+# How a package's pyproject.toml declares a module a test could not import: among its own dependencies, in an
+# extra, nowhere, or unknown (no [project] table, or the list is dynamic).
+Declaration = Literal["required", "extra", "undeclared", "unknown"]
+
 # What reruns showed about one red test.
 RerunVerdict = Literal["genuine", "crashes-alone", "order-dependent", "flaky", "undecided", "not-reproduced"]
 GENUINE: Final = "genuine"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import posixpath
 import sqlite3
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from promote.evidence import (
 )
 from promote.evidence import deltas as deltas_mod
 from promote.evidence import pages as evidence
+from promote.evidence.ci_places import collected_ids, in_ci
 from promote.evidence.history import History, HistoryError, StoredRun
 from promote.evidence.pages import Pages
 from promote.evidence.publish import PublishResult, preflight
@@ -104,24 +104,11 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
-def collected_ids(ws: Workspace, run: RunResult | None) -> dict[str, tuple[str, str]]:
-    """Every test id that ran, relative to the repository root (what CI configurations name): its package and id."""
-    ids: dict[str, tuple[str, str]] = {}
-    for p in run.packages if run else ():
-        # Node ids are rooted at the rootdir pytest chose (a configuration above the package moves it up).
-        rooted = p.rootdir.path.as_posix() if p.rootdir is not None else None
-        prefix = rooted or os.path.relpath(p.path, ws.repo.root).replace(os.sep, "/")
-        base = "" if prefix == "." else f"{prefix}/"
-        for nodeid in [*(t.nodeid for t in p.tests if t.parent is None), *p.crashed_tests]:
-            ids[f"{base}{nodeid}"] = (p.name, nodeid)
-    return ids
-
-
 def left_out_by_ci(ws: Workspace, run: RunResult | None, ci: CheckOutcome | None) -> dict[tuple[str, str], str] | None:
     """Why no CI job runs each test that none does, by (package, test id); None when CI was not read."""
     if not isinstance(ci, CIOutcome):
         return None
-    rooted = collected_ids(ws, run)
+    rooted = collected_ids(ws.repo.root, run)
     return {rooted[n.test]: n.why for n in ci.not_run if n.test in rooted}
 
 
@@ -133,7 +120,7 @@ def run_checks(
     # check() already measured the drift (and raised on a measuring error); measuring again would rerun
     # deployed_command and could judge a different answer than the one the check reported.
     outcomes: dict[str, CheckOutcome] = {"deployed": audit_deployed(ws.repo, cfg, result.candidate, drift=result.drift)}
-    packaged = collected_ids(ws, run)
+    packaged = collected_ids(ws.repo.root, run)
     inventory = [t for c in collections for t in (*c.ids, *c.errors)]
     report = survey_ci(ws.repo.root, cfg, list(packaged), inventory)
     # A repository without CI workflows has nothing for the CI audit to judge; the gate says so instead.
@@ -196,6 +183,10 @@ def observe(
     # A run whose records could not be stored (a full disk) goes on: everything after is decided from it in memory.
     run = run_tests(cfg, on_progress=on_progress, run_id=run_id, on_step=on_step) if cfg.packages else None
     outcomes = run_checks(ws, result, run, collecting.results())
+    ci = outcomes.get("ci")
+    if run is not None and isinstance(ci, CIOutcome):
+        # A test no station can run may still run in CI, on a runner that has what it needs.
+        run = in_ci(ws.repo.root, run, ci.jobs)
     # Each accelerated path's switch both ways and parity; its bench only when asked (benches are long).
     accel = run_accelerations(cfg, bench=bench, on_progress=on_progress) if cfg.accelerations else None
     return Observed(run_id, started, result, run, outcomes, accel, page, left_out_by_ci(ws, run, outcomes.get("ci")))

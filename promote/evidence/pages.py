@@ -54,14 +54,21 @@ def verdict(gates: dict[str, Gate]) -> Status:
     return worst([g.status for g in gates.values()])
 
 
+def _refers(f: Finding, other: Finding) -> bool:
+    """Whether `f` quotes `other` as its cause's own finding: e.g. an order-dependent finding quoting the polluter's
+    leaked-state message word for word. Only a finding of another check about exactly what caused this one: a
+    finding of the same check about another test (one that needs the same thing) is no reason for this one not to
+    say it, and neither is a subject that only begins like the cause."""
+    causes = (f.cause or "").split(", ")
+    about_cause = other.check != f.check and other.subject != f.subject and other.subject in causes
+    return about_cause and len(other.message) >= 30 and other.message in f.message and other.message != f.message
+
+
 def _line(f: Finding, others: list[Finding]) -> dict[str, Any]:
     """One finding as one line: the cause only when it is not the subject, another finding's message not repeated."""
     message = f.message
     for other in others:
-        # e.g. an order-dependent finding quoting the polluter's leaked-state message word for word. Only a finding
-        # about this one's cause: another test that needs the same thing is no reason for this one not to say it.
-        about_cause = bool(f.cause) and other.subject != f.subject and other.subject in (f.cause or "")
-        if about_cause and len(other.message) >= 30 and other.message in message and other.message != message:
+        if _refers(f, other):
             message = message.replace(other.message, f"see {other.check} for {other.subject}")
     if message.startswith(f"{f.subject}: "):
         message = message[len(f.subject) + 2 :]
@@ -100,7 +107,7 @@ def _grouped(findings: list[Finding], known: set[str] | None = None) -> list[dic
     for f in findings:
         groups.setdefault(f.check, []).append(f)
     out = []
-    for check, items in sorted(groups.items()):
+    for check, items in _referred_first(groups, findings):
         lines: dict[tuple[str, str, str | None], dict[str, Any]] = {}
         for f in items:
             line = _line(f, findings)
@@ -114,6 +121,26 @@ def _grouped(findings: list[Finding], known: set[str] | None = None) -> list[dic
             _folded(line, known or set())
         out.append({"check": check, "findings": [f.to_json() for f in items], "lines": list(lines.values())})
     return out
+
+
+def _referred_first(groups: dict[str, list[Finding]], findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
+    """The checks in name order, except that a check a line refers to ("see leaked-state for ...") comes before
+    the check of the line that refers to it: what a line points at is on the page already when it is read."""
+    refers: dict[str, set[str]] = {check: set() for check in groups}
+    for f in findings:
+        refers[f.check] |= {o.check for o in findings if _refers(f, o)}
+    ordered: list[str] = []
+
+    def place(check: str, seen: frozenset[str]) -> None:
+        if check in ordered or check in seen:  # a cycle keeps name order
+            return
+        for first in sorted(refers[check]):
+            place(first, seen | {check})
+        ordered.append(check)
+
+    for check in sorted(groups):
+        place(check, frozenset())
+    return [(check, groups[check]) for check in ordered]
 
 
 class Counted(Protocol):

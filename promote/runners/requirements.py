@@ -7,15 +7,14 @@ requirements the rule table reads out of how a test failed, errored or was skipp
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from promote.config import RequirementsConfig
-from promote.core.findings import Finding, Rootdir
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
 from promote.core.station import Station
-from promote.core.vocab import is_red
-from promote.runners.configuration import locate
+from promote.core.vocab import BLOCKERS, IMPOSSIBLE, MISSING_PACKAGE, STATION_BOUND, is_red
+from promote.runners.declared import declared_for
 from promote.runners.plugin.records import TestRecord
 from promote.runners.plugin.requirement_rules import (
     DEFAULT_RULES,
@@ -26,16 +25,12 @@ from promote.runners.plugin.requirement_rules import (
     infer_skip,
     raised,
 )
+from promote.runners.requirement_findings import findings
 from promote.runners.stations import Inventory
-from promote.runners.summary import Blocked, PackageResult
+from promote.runners.summary import Blocked, CIJob, PackageResult
 
-IMPOSSIBLE = "impossible-requirement"
-STATION_BOUND = "station-bound"
-MISSING_PACKAGE = "missing-package"
-CHECKS = (IMPOSSIBLE, STATION_BOUND, MISSING_PACKAGE)
+CHECKS = BLOCKERS
 UNRUN = ("failed", "error", "skipped")
-SHOWN = 3
-LISTED = 10  # requirements named one by one inside one test, before folding
 
 
 def rules_of(config: RequirementsConfig) -> tuple[Rule, ...]:
@@ -78,7 +73,7 @@ def verdict(test: TestRecord, lacking: tuple[str, ...], inventory: Inventory, pa
     if not stations:
         # Name what no station has; if each exists somewhere but never together, name them all.
         alone = tuple(r for r in lacking if not capable([r], here, inventory))
-        return Blocked(test.nodeid, IMPOSSIBLE, alone or lacking, (), test.outcome, test.fixture, parent)
+        return Blocked(test.nodeid, IMPOSSIBLE, alone or lacking, (), test.outcome, test.fixture, parent, lacking)
     return Blocked(test.nodeid, STATION_BOUND, lacking, stations, test.outcome, test.fixture, parent)
 
 
@@ -139,106 +134,18 @@ def classify(result: PackageResult, inventory: Inventory, rules: Sequence[Rule])
         subtests["blocked"] += 1
     # A module that could not be imported for want of a requirement is that requirement's finding alone.
     kept = tuple(f for f in result.findings if not (f.check == "package-error" and f.subject in found))
+    judged = (*own, *subs.values())
+    # What the package declares matters only for a module it lacks: its pyproject.toml is read for those alone.
+    declared = declared_for(result.path) if any(b.check == MISSING_PACKAGE for b in judged) else None
     return replace(
         result,
         counts={k: n for k, n in counts.items() if n},
         subtests={k: n for k, n in subtests.items() if n},
         blocked_tests=tuple(found),
         blockers=(*found.values(), *subs.values()),
-        findings=kept + findings((*own, *subs.values()), inventory.local.name, result.rootdir),
+        judged=judged,
+        findings=kept + findings(judged, inventory.local.name, result.rootdir, declared),
     )
-
-
-def holder(b: Blocked) -> str:
-    """What holds a blocked test's need: its fixture (or setUpClass...), else its class, else its file."""
-    if b.fixture is not None:
-        return b.fixture
-    parts = b.test.split("[", 1)[0].split("::")
-    return "::".join(parts[:-1]) if len(parts) > 2 else parts[0]
-
-
-Group = tuple[str, tuple[str, ...], tuple[str, ...]]  # (check, requirements, stations)
-
-
-def findings(tests: Sequence[Blocked], here: str, rootdir: Rootdir | None = None) -> tuple[Finding, ...]:
-    """One finding per requirement (and verdict): the holders it blocks, with how many tests each, at the main one.
-
-    Requirements that only one test's subtests (and its own body) reach are that test's one finding,
-    naming each with the subtest that needs it: one test, one change to make.
-    """
-    groups: dict[Group, list[Blocked]] = defaultdict(list)
-    for b in tests:
-        groups[(b.check, b.requirements, b.stations)].append(b)
-    inside: dict[tuple[str, tuple[str, ...], str], list[Blocked]] = defaultdict(list)
-    out: list[tuple[Group, str, str | None, str]] = []
-    with_subtests = {b.parent for b in tests if b.parent}
-    for key, group in groups.items():
-        tops = {b.parent or b.test for b in group}
-        if len(tops) == 1 and tops <= with_subtests:
-            inside[(key[0], key[2], tops.pop())].extend(group)
-        else:
-            out.append((key, *_affected(group)))
-    for (check, stations, test), group in inside.items():
-        needed = tuple(dict.fromkeys(r for b in group for r in b.requirements))
-        out.append(((check, needed, stations), test, None, _within(test, group)))
-    return tuple(
-        replace(_finding(key, subject, cause, affected, here), location=locate(rootdir, subject))
-        for key, subject, cause, affected in out
-    )
-
-
-def _finding(key: Group, subject: str, cause: str | None, affected: str, here: str) -> Finding:
-    check, requirements, stations = key
-    need = " and ".join(requirements)
-    if check == MISSING_PACKAGE:
-        names = ", ".join(r.partition(":")[2] for r in requirements)
-        message = f"cannot import {names}: not installed on station {here} (fix the environment){affected}"
-        return Finding(check, "error", subject, message, cause=cause)
-    if check == IMPOSSIBLE:
-        return Finding(
-            check, "error", subject, f"needs {need}, which no station has: it can never run{affected}", cause=cause
-        )
-    where = ", ".join(stations)
-    message = f"needs {need}, which only {where} has; it did not run here on {here}{affected}"
-    return Finding(check, "warning", subject, message, cause=cause)
-
-
-def _within(test: str, group: Sequence[Blocked]) -> str:
-    """What needs each requirement inside one test: its subtests (by their own part of the id) and its body."""
-    subtests = [b for b in group if b.parent]
-    shown = [f"{b.test.removeprefix(test).strip()} needs {b.blocker}" for b in subtests[:LISTED]]
-    shown += [f"+{len(subtests) - LISTED} more"] if len(subtests) > LISTED else []
-    own = [b.blocker for b in group if not b.parent]
-    body = f"; the test itself needs {', '.join(own)}" if own else ""
-    return f"; {len(subtests)} subtest(s) of {test}: {', '.join(shown)}{body}"
-
-
-def _affected(group: Sequence[Blocked]) -> tuple[str, str | None, str]:
-    """(subject, cause, what it blocks) of one requirement's finding; the subject is its main holder."""
-    # A node id without "::" is a module (or directory) that could not even be collected.
-    modules = [b.test for b in group if "::" not in b.test]
-    tests = [b for b in group if "::" in b.test and not b.parent]
-    subtests = [b.test for b in group if b.parent]
-    # A subtest's need is held where its test's would be.
-    held = Counter(holder(b) for b in tests) or Counter(holder(replace(b, test=b.parent or b.test)) for b in group)
-    # A module that could not be collected hides all its tests: it comes first.
-    main = modules[0] if modules else max(held, key=lambda h: held[h])
-    fixtures = {b.fixture for b in tests}
-    if len(tests) == 1 and tests[0].fixture is None and not modules and not subtests:
-        return tests[0].test, None, ""
-    parts = []
-    if tests:
-        holders = ", ".join(f"{h} ({n})" for h, n in held.most_common(SHOWN))
-        holders += f" (+{len(held) - SHOWN} more)" if len(held) > SHOWN else ""
-        ids = [b.test for b in tests]
-        listed = ", ".join(ids[:SHOWN]) + (f" (+{len(ids) - SHOWN} more)" if len(ids) > SHOWN else "")
-        parts.append(f"{len(tests)} test(s) via {holders}: {listed}")
-    if subtests:
-        listed = ", ".join(subtests[:SHOWN]) + (f" (+{len(subtests) - SHOWN} more)" if len(subtests) > SHOWN else "")
-        parts.append(f"{len(subtests)} subtest(s): {listed}")
-    if modules:
-        parts.append(f"{len(modules)} module(s) not collected: {', '.join(modules)}")
-    return main, main if main in fixtures else None, "; " + "; ".join(parts)
 
 
 def blocked_summary(result: PackageResult) -> list[str]:
@@ -250,6 +157,8 @@ def blocked_summary(result: PackageResult) -> list[str]:
             where = "not installed here"
         elif b.check == IMPOSSIBLE:
             where = "not on any station"
+        elif b.jobs:
+            where = f"only in CI ({', '.join(f'{j.job} on [{j.runs_on}]' for j in b.jobs)})"
         else:
             where = f"only on {', '.join(b.stations)}"
         lines.append(f"{n} blocked: {blocker} {where}")
@@ -266,5 +175,35 @@ def outcome(results: Sequence[PackageResult]) -> CheckOutcome:
     if errors:
         reason = f"{sum(r.blocked for r in results)} test(s) blocked; {len(errors)} can never run as configured"
         return CheckOutcome("requirements", FAIL, reason, evidence, found)
-    reason = "every blocked test can run on some station" if evidence else "no test is blocked by a requirement"
+    reason = (
+        "every blocked test can run on some station or CI job" if evidence else "no test is blocked by a requirement"
+    )
     return CheckOutcome("requirements", PASS, reason, evidence, found)
+
+
+def with_ci(result: PackageResult, places: Mapping[str, Sequence[CIJob]]) -> PackageResult:
+    """`result` with each test no station can run judged again against `places`: the CI jobs that run each test
+    (by its id, or its parent's for a subtest). A test a job's runner can run is bound to that job; the others can
+    never run, and now say that no CI job that runs them can either."""
+
+    def judged(b: Blocked) -> Blocked:
+        if b.check != IMPOSSIBLE:
+            return b
+        need = b.lacking or b.requirements
+        # Running out of memory asks for more than the station had: no runner is promised more.
+        jobs = tuple(
+            j for j in places.get(b.parent or b.test, ()) if all(r != "memory" and j.runner.has(r) for r in need)
+        )
+        return replace(b, check=STATION_BOUND, requirements=need, jobs=jobs) if jobs else b
+
+    again = tuple(map(judged, result.judged))
+    told = [b for b in again if b.check == IMPOSSIBLE or b.jobs]
+    if not told:
+        return result
+    kept = tuple(f for f in result.findings if f.check != IMPOSSIBLE)
+    return replace(
+        result,
+        blockers=tuple(map(judged, result.blockers)),
+        judged=again,
+        findings=kept + findings(told, result.station, result.rootdir, ci_read=True),
+    )

@@ -28,7 +28,8 @@ from promote.core.station import Station
 from promote.runners import leak_groups, requirements
 from promote.runners import package as runner
 from promote.runners.causes import hidden
-from promote.runners.causes.investigate import Budget, StepCallback, investigate
+from promote.runners.causes.budget import Budget
+from promote.runners.causes.investigate import StepCallback, investigate
 from promote.runners.configuration import own_options, rootdir_of
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback

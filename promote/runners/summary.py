@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from promote.core.findings import Finding, Location, Rootdir
-from promote.core.vocab import is_red
+from promote.core.station import Station
+from promote.core.vocab import Blocker, is_red
 from promote.runners.collection import collection_errors_of, uncollected
 from promote.runners.configuration import Configuration, chosen, locate, rebased
 from promote.runners.package import ProcessOutcome, Watch
@@ -26,16 +27,31 @@ from promote.runners.rerun_verdict import Verdict
 
 
 @dataclass(frozen=True)
+class CIJob:
+    """A CI job that runs a test, on a runner that has what it needs: a place it can run besides the stations."""
+
+    source: str  # its workflow file, relative to the repository root
+    job: str
+    runs_on: str  # its runner labels, e.g. "macos-14"
+    runner: Station  # what that runner has
+
+    def to_json(self) -> dict[str, object]:
+        return {"source": self.source, "job": self.job, "runs_on": self.runs_on}
+
+
+@dataclass(frozen=True)
 class Blocked:
     """A test that could not do its job here for want of something: which, and which stations have it."""
 
     test: str
-    check: str  # impossible-requirement, station-bound or missing-package
-    requirements: tuple[str, ...]  # what the station it ran on lacked
+    check: Blocker
+    requirements: tuple[str, ...]  # what the station it ran on lacked (impossible: what nothing has)
     stations: tuple[str, ...]  # the stations that have all of them
     outcome: str  # as recorded: failed, error or skipped
     fixture: str | None = None  # the fixture (file::name) that needed it, when it was one
     parent: str | None = None  # for a subtest: its test (a test blocked only by its subtests lists them too)
+    lacking: tuple[str, ...] = ()  # everything the station it ran on lacked, when more than `requirements`
+    jobs: tuple[CIJob, ...] = ()  # no station has it all: the CI jobs that run it on a runner that does
 
     @property
     def blocker(self) -> str:
@@ -50,6 +66,7 @@ class Blocked:
             "outcome": self.outcome,
             "fixture": self.fixture,
             "parent": self.parent,
+            "jobs": [j.to_json() for j in self.jobs],
         }
 
 
@@ -72,6 +89,7 @@ class PackageResult:
     verdicts: tuple[Verdict, ...] = ()
     blocked_tests: tuple[str, ...] = ()  # ids of the tests counted as blocked
     blockers: tuple[Blocked, ...] = ()  # why each of them is blocked
+    judged: tuple[Blocked, ...] = ()  # what the requirement findings tell: each test's own need, each subtest's
     random_draws_restored: int = 0  # tests that only drew from MLX's global generator: key put back, no finding
     random_draws: int = 0  # the same tests under either policy (under `report` the key is left as they drew)
     leaks: tuple[LeakRecord, ...] = ()  # every test's leaked state, as data (grouped into findings at the end)

@@ -290,3 +290,35 @@ def test_sections_name_no_template_and_the_schema_is_the_shipped_one(tmp_path: P
     assert files("promote").joinpath(shipped.removeprefix("promote/")).is_file()
     # The check's verdict is named as such, beside the Merged gate's own status.
     assert doc["merge"]["check_verdict"] == "promotable" and "verdict" not in doc["merge"]
+
+
+def test_a_finding_says_what_its_own_test_needs_and_what_it_refers_to_comes_first() -> None:
+    need = "needs hub:org/model, which no station has: it can never run"
+    findings = [
+        # A flaky finding quoting its cause's leaked-state message: a check named before leaked-state.
+        Finding(
+            "flaky", "warning", "t.py::victim", f"failed after t.py::polluter, which {need} x", cause="t.py::polluter"
+        ),
+        Finding("leaked-state", "warning", "t.py::polluter", need),
+        # One package's finding about a module, another's about a fixture in a module of the same name.
+        Finding("impossible-requirement", "error", "tests/test_gen.py", need),
+        Finding(
+            "impossible-requirement",
+            "error",
+            "tests/test_gen.py::TestGen::setUpClass",
+            f"{need}; 3 test(s) via tests/test_gen.py::TestGen::setUpClass (3)",
+            cause="tests/test_gen.py::TestGen::setUpClass",
+        ),
+    ]
+    doc = document(findings=findings)
+    groups = {g["check"]: g["lines"] for g in doc["findings_by_check"]}
+    assert [line["message"] for line in groups["impossible-requirement"]] == [
+        need,
+        f"{need}; 3 test(s) via tests/test_gen.py::TestGen::setUpClass (3)",
+    ]
+    assert groups["flaky"][0]["message"] == "failed after t.py::polluter, which see leaked-state for t.py::polluter x"
+    order = [g["check"] for g in doc["findings_by_check"]]
+    assert order.index("leaked-state") < order.index("flaky")
+    assert order == sorted(order, key=lambda c: (c != "leaked-state", c))
+    page = render_pages.markdown(doc)
+    assert page.index("t.py::polluter`: needs") < page.index("see leaked-state for")

@@ -171,17 +171,27 @@ def test_a_module_that_exits_at_import_is_reported_with_what_it_printed_and_as_m
     assert code == 1
     pkg = report["packages"][0]
     assert (pkg["passed"], pkg["errors"], pkg["blocked"]) == (2, 1, 2)
-    missing = {f["subject"]: f["message"] for f in report["findings"] if f["check"] == "missing-package"}
-    assert missing == {
-        "tests/test_says.py": (
-            "cannot import psutil_nowhere, pynvml_nowhere: not installed on station local (fix the environment); "
-            "1 module(s) not collected: tests/test_says.py"
+    # One finding per module, whichever module said it lacks it; errors, as the modules fail rather than skip.
+    missing = [
+        (f["subject"], f["severity"], f["message"]) for f in report["findings"] if f["check"] == "missing-package"
+    ]
+    undeclared = "no pyproject.toml declares the package's dependencies"
+    assert sorted(missing) == [
+        (
+            "tests/test_says.py",
+            "error",
+            f"cannot import psutil_nowhere: not installed on station local; {undeclared}; "
+            "2 tests or modules fail instead of skipping; "
+            "2 module(s) not collected: tests/test_says.py, tests/test_tries.py",
         ),
-        "tests/test_tries.py": (
-            "cannot import psutil_nowhere: not installed on station local (fix the environment); "
-            "1 module(s) not collected: tests/test_tries.py"
+        (
+            "tests/test_says.py",
+            "error",
+            f"cannot import pynvml_nowhere: not installed on station local; {undeclared}; "
+            "1 test or module fails instead of skipping; "
+            "1 module(s) not collected: tests/test_says.py",
         ),
-    }
+    ]
     # The module that names nothing is a collection error with its last words, redacted like everything else.
     assert findings(report, "package-error") == {
         "tests/test_other.py": (

@@ -337,8 +337,8 @@ def test_a_module_that_cannot_import_a_package_is_one_missing_package_finding_no
         ("missing-package", "tests/test_eval.py"),
     ]
     assert result.findings[1].message == (
-        "cannot import lm_eval: not installed on station dev (fix the environment); "
-        "1 test(s) via tests/test_x.py (1): tests/test_x.py::test_uses; "
+        "cannot import lm_eval: not installed on station dev; no pyproject.toml declares the package's dependencies; "
+        "3 tests or modules fail instead of skipping; 1 test(s) via tests/test_x.py (1): tests/test_x.py::test_uses; "
         "2 module(s) not collected: tests/test_eval.py, tests/test_more.py"
     )
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from promote.checks.ci.jobs import RUNS_HERE, JobPlan, Readers, plan
 from promote.checks.ci.reasons import Reason, sentence, subject_of
+from promote.checks.ci.runner_station import runner_station
 from promote.checks.ci.terms import NodeId
 from promote.checks.ci.tools import Tools
 from promote.checks.ci.workflows import WORKFLOWS, Job, read_workflows
@@ -18,6 +19,7 @@ from promote.core.errors import PromoteError
 from promote.core.findings import Finding, Location
 from promote.core.git import Repo
 from promote.core.outcome import FAIL, PASS, UNDECIDED, CheckOutcome
+from promote.core.station import Station
 
 NAME = "ci"
 _GITHUB = re.compile(r"^(?:[a-z+]+://)?(?:[^@/]+@)?github\.com[:/]([^/]+)/([^/]+?)(?:\.git)?/?$", re.IGNORECASE)
@@ -69,6 +71,9 @@ class JobReport:
     commands: tuple[str, ...]
     tests_run: int
     missing_tools: tuple[str, ...] = ()  # tools its commands need to be read, not installed where promote runs
+    # What its runner has (None: its labels do not say), and the test ids it runs, as `collected` names them.
+    runner: Station | None = None
+    tests: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,7 @@ class CIOutcome(CheckOutcome):
 
     steps: int = 0
     not_run: tuple[NotRun, ...] = ()
+    jobs: tuple[JobReport, ...] = ()  # each job's runner and the tests it runs: places a test can run
 
 
 def repository_of(root: Path, configured: str | None) -> str | None:
@@ -142,7 +148,7 @@ def survey_ci(
     jobs, problems = read_workflows(root, repository, config.trunk)
     plans = job_plans(root, config.ci, repository, jobs, tool_path)
     testing = [p for p in plans if p.commands]
-    run_by: Counter[int] = Counter()
+    run_by: dict[int, list[str]] = {i: [] for i in range(len(testing))}
     job_of: dict[str, str] = {}
     not_run: list[NotRun] = []
     unowned: list[NotRun] = []
@@ -158,7 +164,7 @@ def survey_ci(
         for index, p in enumerate(testing):
             reason = p.decide(test, root)
             if reason is None:
-                run_by[index] += 1
+                run_by[index].append(raw)
                 job_of.setdefault(raw, p.label)
             else:
                 reasons.append(reason)
@@ -176,7 +182,7 @@ def survey_ci(
         for p in problems
     ]
     findings += _grouped(not_run, plans, Counter(NodeId.parse(raw).module for raw in every))
-    reports = tuple(_report(p, run_by[testing.index(p)] if p in testing else 0) for p in plans)
+    reports = tuple(_report(p, run_by[testing.index(p)] if p in testing else []) for p in plans)
     return CIReport(
         repository=repository,
         jobs=reports,
@@ -220,21 +226,23 @@ def outcome(r: CIReport) -> CIOutcome:
             parts.append(f"{unreachable} job(s) cannot run in this repository")
         if r.problems:
             parts.append(f"{len(r.problems)} workflow file(s) GitHub would refuse")
-        return CIOutcome(NAME, FAIL, "; ".join(parts), tuple(evidence), r.findings, steps, r.not_run)
+        return CIOutcome(NAME, FAIL, "; ".join(parts), tuple(evidence), r.findings, steps, r.not_run, r.jobs)
     if not r.workflows:
         why = f"no GitHub Actions workflows in {WORKFLOWS} (the audit reads no other CI)"
-        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps, r.not_run)
+        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps, r.not_run, r.jobs)
     if not r.collected:
         why = "no test inventory to compare with (run `promote test` first)"
-        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps, r.not_run)
+        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps, r.not_run, r.jobs)
     if r.unowned:
         # Only tests no package runs are left out: `unowned-tests` names them, and "all" would not be true.
         why = f"{r.left_out} of {r.collected} test ids are run by no CI job (nor by any package: see unowned-tests)"
-        return CIOutcome(NAME, FAIL, why, tuple(evidence), r.findings, steps, r.not_run)
+        return CIOutcome(NAME, FAIL, why, tuple(evidence), r.findings, steps, r.not_run, r.jobs)
     if r.undecided:
         why = f"{len(r.undecided)} of {r.collected} test ids cannot be decided: {r.undecided[0].why}"
-        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps, r.not_run)
-    return CIOutcome(NAME, PASS, f"CI runs all {r.collected} test ids", tuple(evidence), r.findings, steps, r.not_run)
+        return CIOutcome(NAME, UNDECIDED, why, tuple(evidence), r.findings, steps, r.not_run, r.jobs)
+    return CIOutcome(
+        NAME, PASS, f"CI runs all {r.collected} test ids", tuple(evidence), r.findings, steps, r.not_run, r.jobs
+    )
 
 
 def _grouped(not_run: list[NotRun], plans: list[JobPlan], per_module: Counter[str]) -> list[Finding]:
@@ -282,8 +290,12 @@ def _counted(tests: list[NotRun], per_module: Counter[str], shown: int = 10, nam
     return f"{len(tests)} test id(s) in {len(names)} module(s) ({', '.join(names[:shown])}{more})"
 
 
-def _report(p: JobPlan, tests_run: int) -> JobReport:
+def _report(p: JobPlan, tests: list[str]) -> JobReport:
     runs_on = ", ".join(p.job.labels) if p.job.labels is not None else "unknown"
+    runner = runner_station(f"[{runs_on}]", p.job.labels) if p.job.labels is not None else None
     missing = tuple(dict.fromkeys(c.missing for c in p.commands if c.missing))
     commands = tuple(c.text for c in p.commands)
-    return JobReport(p.job.source, p.job.name, runs_on, p.state, p.why, commands, tests_run, missing)
+    return JobReport(
+        p.job.source, p.job.name, runs_on, p.state, p.why, commands, len(tests),
+        missing_tools=missing, runner=runner, tests=tuple(tests),
+    )  # fmt: skip

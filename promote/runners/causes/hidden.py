@@ -20,7 +20,8 @@ from promote.config import PackageConfig
 from promote.core.findings import Finding, Location
 from promote.core.policies import RESTORE
 from promote.runners.causes import bisect
-from promote.runners.causes.investigate import Budget, StepCallback, Steps, investigate_one, orders
+from promote.runners.causes.budget import Budget
+from promote.runners.causes.investigate import StepCallback, Steps, investigate_one, orders
 from promote.runners.causes.rerun import RerunError, Rerunner, judged_failed
 from promote.runners.causes.verdict_findings import verdict_finding
 from promote.runners.plugin.records import TestRecord

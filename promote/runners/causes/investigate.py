@@ -6,7 +6,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -15,6 +15,7 @@ from promote.core import state
 from promote.core.findings import Finding
 from promote.core.vocab import CRASHES_ALONE, is_red
 from promote.runners.causes import bisect, imports
+from promote.runners.causes.budget import Budget, out_of_budget
 from promote.runners.causes.rerun import RerunError, Rerunner, Seen
 from promote.runners.causes.verdict_findings import verdict_finding
 from promote.runners.configuration import chosen, locate, rootdir_of
@@ -25,31 +26,6 @@ from promote.runners.summary import PackageResult
 A = TypeVar("A")
 B = TypeVar("B")
 R = TypeVar("R")
-
-
-@dataclass
-class Budget:
-    """Reruns left for the whole run; shared by every failed test of every package (and thread)."""
-
-    left: int
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    total: int = -1  # what the run started with (max_reruns), for a finding that ran out of it
-
-    def __post_init__(self) -> None:
-        if self.total < 0:
-            self.total = self.left
-
-    def take(self, most: int) -> int:
-        """Set aside up to `most` reruns; how many were set aside."""
-        with self._lock:
-            n = max(0, min(most, self.left))
-            self.left -= n
-            return n
-
-    def give(self, n: int) -> None:
-        """Return reruns set aside and not spent."""
-        with self._lock:
-            self.left += n
 
 
 def orders(out_dir: Path) -> list[list[str]]:
@@ -177,19 +153,15 @@ def investigate_one(
     budget it may take (all that is left by default); `hints`: polluters of earlier victims, tried first."""
     if alone is not None and alone.fails[:1] == (True,) and alone.signal is not None:
         return crashes_alone(victim, alone)
-    granted = budget.take(budget.left if share is None else share)
+    granted = budget.take(budget.left if share is None else share, by=victim)
     # About log2 of the prefix, plus the confirmation; the count grows if the search takes more.
     steps = Steps(on_step, "bisect", max(1, len(prefix)).bit_length() + 1)
     verdict = bisect.classify(
         victim, prefix, observer(rerunner, victim, steps), budget=granted, observed=observed, alone=alone, hints=hints
     )
-    budget.give(max(0, granted - verdict.reruns))
+    budget.give(max(0, granted - verdict.reruns), by=victim)
     if verdict.kind == bisect.UNDECIDED and verdict.detail.startswith(bisect.OUT_OF_BUDGET):
-        detail = (
-            f"{bisect.OUT_OF_BUDGET}: this test was given {granted} of the run's {budget.total} (max_reruns, shared "
-            f"by every failed test) and used {verdict.reruns}"
-        )
-        verdict = replace(verdict, detail=detail)
+        verdict = replace(verdict, detail=out_of_budget(budget, victim, granted, verdict.reruns))
     return replace(verdict, reruns=verdict.reruns + (alone.ran if alone else 0))
 
 
@@ -217,8 +189,11 @@ def rerun_alone(
     the importers) for those that have suspects, as far as the budget goes.
     """
     suspected = [imports.suspects_of(v, importers) for v in victims]
-    grants = [budget.take(1) for _ in victims]
-    grants = [g + (budget.take(1) if suspects and g else 0) for g, suspects in zip(grants, suspected, strict=True)]
+    grants = [budget.take(1, by=v) for v in victims]
+    grants = [
+        g + (budget.take(1, by=v) if suspects and g else 0)
+        for v, g, suspects in zip(victims, grants, suspected, strict=True)
+    ]
     steps = Steps(on_step, "alone", sum(grants))
 
     def alone(victim: str, given: tuple[int, list[str]]) -> bisect.Alone:
@@ -237,7 +212,8 @@ def rerun_alone(
         return bisect.Alone((failed,), None, without, first.signal, first.frames)
 
     found = on_free_cores(rerunner, alone, victims, list(zip(grants, suspected, strict=True)))
-    budget.give(sum(g - a.ran for g, a in zip(grants, found, strict=True)))
+    for victim, g, a in zip(victims, grants, found, strict=True):
+        budget.give(g - a.ran, by=victim)
     return found
 
 
@@ -311,9 +287,9 @@ def _by_import(
     most = imports.MOST_MODULES + 2
     grants = []
     for v, w in zip(verdicts, without, strict=True):
-        granted = budget.take(most) if v.kind == bisect.GENUINE and w is not True else 0
+        granted = budget.take(most, by=v.test) if v.kind == bisect.GENUINE and w is not True else 0
         if granted < most:
-            budget.give(granted)
+            budget.give(granted, by=v.test)
             granted = 0
         grants.append(granted)
 
@@ -322,7 +298,8 @@ def _by_import(
         return imports.by_import(rerunner, verdict, modules, passed_without=passed) if granted else verdict
 
     found = on_free_cores(rerunner, one, verdicts, list(zip(grants, without, strict=True)))
-    budget.give(sum(g - (f.reruns - v.reruns) for v, f, g in zip(verdicts, found, grants, strict=True) if g))
+    for v, f, g in zip(verdicts, found, grants, strict=True):
+        budget.give(g - (f.reruns - v.reruns) if g else 0, by=v.test)
     return found
 
 

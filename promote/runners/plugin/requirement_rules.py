@@ -35,6 +35,15 @@ HUB_FRAMES = (
     r"(?P<repo>[\w.-]+/[\w.-]+) is not a local folder",
 )
 
+# A module a skip reason names: an identifier, not a word that names something else a test can lack.
+_NOT_MODULES = (
+    "a|an|the|this|it|network|internet|online|offline|access|gpu|cuda|metal|mps|cpu|macos|mac|osx|linux|windows|"
+    "darwin|apple|x86|arm64|display|root|admin|sudo|docker|hub|model|models|checkpoint|memory|ram|disk|python|"
+    "data|dataset|datasets|credentials|token|login|slow|more|at|to|be|some|all|fix|fixing|work|review|update|refactor"
+)
+_BECAUSE = r"^(?:[\w ]*?\b(?:because|since|as)\s+|[\w ]*:\s*)?"
+_MODULE = rf"(?!(?:{_NOT_MODULES})\b)(?P<name>[A-Za-z_][\w-]*)"
+
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(
         r"^(?:[\w.]+\.)?(?:LocalEntryNotFoundError|OfflineModeIsEnabled|RepositoryNotFoundError|GatedRepoError)\b"
@@ -66,6 +75,21 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     # Only a top-level name: "No module named 'pkg.sub'" means pkg is there and the import is wrong.
     Rule(r"^(?:[\w.]+\.)?(?:ModuleNotFoundError|ImportError): No module named '(?P<name>\w+)'", "package:{name}"),
     Rule(r"^could not import '(?P<name>\w+)'", "package:{name}"),  # pytest.importorskip's reason
+)
+
+# Only a skip reason is read this way: an exception's words ("KeyError: x not found") name no module.
+SKIP_RULES: tuple[Rule, ...] = (
+    # A skip written by hand for a module: "torch is required", "torch not installed", "requires torch".
+    Rule(
+        rf"(?i){_BECAUSE}{_MODULE}\s+(?:is\s+|are\s+)?(?:required|needed|missing|(?:not\s+|un)(?:installed|available)"
+        r"|not\s+found)\b",
+        "package:{name}",
+    ),
+    Rule(
+        rf"(?i){_BECAUSE}(?:requires?|(?:please\s+)?install)\s+{_MODULE}\s*(?:$|[,.;:(<>=!~]|\s+(?:installed|to|for))",
+        "package:{name}",
+    ),
+    Rule(rf"(?i){_BECAUSE}needs?\s+{_MODULE}\s+(?:to\s+be\s+)?installed", "package:{name}"),
 )
 
 _ABSENT = r"no such file|failed to open|does not exist|not found|cannot find|can't find|unable to open|not a directory"
@@ -178,4 +202,4 @@ def infer_skip(reason: str, rules: Sequence[Rule]) -> str | None:
     """The requirement a skip reason names, by the same rules."""
     # pytest words a skip raised from code (pytest.skip, importorskip) as "Skipped: <reason>".
     reason = reason.removeprefix("Skipped: ")
-    return next((r for rule in rules if (r := apply(rule, reason, reason)) is not None), None)
+    return next((r for rule in (*rules, *SKIP_RULES) if (r := apply(rule, reason, reason)) is not None), None)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from promote.runners.causes.investigate import Budget
+from promote.runners.causes.budget import Budget, out_of_budget
 from tests.helpers.cli import run
 from tests.helpers.gitrepos import commit, git
 from tests.helpers.packages import write_config, write_package
@@ -259,8 +259,14 @@ def test_a_short_budget_goes_to_the_victims_in_order_whichever_rerun_ends_first(
 
     assert code == 1
     verdicts = [(v["test"], v["verdict"], v["reruns"]) for v in report["packages"][0]["reruns"]]
-    # The first two victims get their rerun alone, the third none.
+    # The first two victims get their rerun alone, the third none; its finding says what it was given, and why.
     assert verdicts == [(node_id(3), "genuine", 1), (node_id(5), "genuine", 1), (node_id(7), "undecided", 0)]
+    [undecided] = [f for f in report["findings"] if f["check"] == "rerun-undecided"]
+    assert (undecided["subject"], undecided["message"]) == (
+        node_id(7),
+        "undecided whether order-dependent: the rerun budget of 2 (max_reruns, shared by every failed test) ran out "
+        "before an answer: 2 other failed test(s) used it; this test was given 0 and used 0",
+    )
 
 
 def test_the_budget_shared_by_threads_hands_out_each_rerun_once() -> None:
@@ -279,6 +285,19 @@ def test_the_budget_shared_by_threads_hands_out_each_rerun_once() -> None:
     assert (sum(taken), budget.left) == (500, 0)
     budget.give(2)
     assert budget.take(5) == 2
+
+
+def test_the_budget_knows_who_holds_it_so_a_test_given_none_can_say_who_used_it() -> None:
+    budget = Budget(50)
+    assert budget.take(30, by="a") == 30 and budget.take(30, by="b") == 20 and budget.take(5, by="c") == 0
+    budget.give(10, by="a")  # set aside and not spent: still held, by a, the 20 it spent
+    assert (budget.users(besides="c"), budget.users(besides="a")) == (2, 1)
+    budget.give(20, by="b")
+    assert budget.users(besides="c") == 1
+    assert out_of_budget(budget, "c", 0, 0) == (
+        "the rerun budget of 50 (max_reruns, shared by every failed test) ran out before an answer: "
+        "1 other failed test(s) used it; this test was given 0 and used 0"
+    )
 
 
 def test_bisect_by_hand_places_its_finding_where_the_last_run_rooted_the_ids(tmp_path: Path) -> None:
