@@ -53,8 +53,11 @@ python = ["3.11", "3.12"]
 """
 
 
-def survey(root: Path, files: dict[str, str], steps: str, tool_path: str | None = None) -> CIReport:
-    cfg = workspace(root, {**SOURCES, **files, ".github/workflows/t.yml": ON + steps})
+def survey(
+    root: Path, files: dict[str, str], steps: str, tool_path: str | None = None, *, matrix: str = ""
+) -> CIReport:
+    on = ON.replace("    steps:\n", matrix + "    steps:\n")
+    cfg = workspace(root, {**SOURCES, **files, ".github/workflows/t.yml": on + steps})
     return survey_ci(root, cfg, COLLECTED, tool_path=tool_path)
 
 
@@ -78,6 +81,17 @@ def test_tox_is_asked_for_its_commands_with_the_workflows_posargs(tmp_path: Path
     # The job shows what tox said it runs.
     [job] = report.jobs
     assert job.commands == ("tox -e py (tox env py: pytest unit)",), job.commands
+
+
+def test_an_environment_tox_does_not_know_leaves_its_matrix_neighbours_read(tmp_path: Path) -> None:
+    matrix = "    strategy:\n      matrix:\n        tox: [py, py-min]\n"
+    report = survey(tmp_path, {"tox.ini": TOX_INI}, "      - run: tox -e ${{ matrix.tox }}\n", matrix=matrix)
+    # tox refuses a question naming py-min; py is asked again without it, and runs tests/unit.
+    assert fates(report) == {COLLECTED[0]: "runs", COLLECTED[1]: "undecided", COLLECTED[2]: "undecided"}
+    assert {u.why for u in report.undecided} == {
+        "`tox -e py-min`: tox could not tell: provided environments not found in configuration file: py-min "
+        "in job `t (py-min)` of .github/workflows/t.yml"
+    }
 
 
 def test_make_is_asked_with_a_dry_run_and_its_recipes_read_as_shell(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ _HOLE = "__promote_unknown_{}__"
 _HOLES = re.compile(r"__promote_unknown_(\d+)__")
 _ENTERING = re.compile(r"^make(?:\[\d+\])?: Entering directory ['`](.*)'$")
 _LEAVING = re.compile(r"^make(?:\[\d+\])?: Leaving directory")
+_UNKNOWN_ENVS = "provided environments not found in configuration file"
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,26 @@ class Tools:
             if call.tool == "tox" and not isinstance(question, str) and question[0]:
                 groups.setdefault((call.cwd, question[1]), []).extend(question[0])
         for (cwd, posargs), envs in groups.items() if program is not None else ():
-            call = ToolCall("tox", "tox", cwd, ())
-            out, why = _ran(self.root, call, _tox_argv(program or "tox", list(dict.fromkeys(envs)), posargs))
-            # tox refuses the whole question for one environment it does not know: each is told so, rather than
-            # asked again one by one (a matrix of twenty entries would take twenty calls to learn the same).
-            self.tox_said[(cwd, posargs)] = _sections(out) if not why else {e: {"": why} for e in envs}
+            self.tox_said[(cwd, posargs)] = self._ask_tox(program or "tox", cwd, list(dict.fromkeys(envs)), posargs)
+
+    def _ask_tox(self, program: str, cwd: str, envs: list[str], posargs: tuple[Word, ...]) -> dict[str, dict[str, str]]:
+        """tox's sections for `envs`, asked in one call; each environment tox says it does not know is told so.
+
+        tox refuses the whole question for one environment it does not know, naming the ones it does not know:
+        those are set aside and the rest asked again (a matrix of twenty entries needs no twenty calls), so a job
+        whose environment tox knows is not refused for its neighbour's.
+        """
+        said: dict[str, dict[str, str]] = {}
+        call = ToolCall("tox", "tox", cwd, ())
+        while envs:
+            out, why = _ran(self.root, call, _tox_argv(program, envs, posargs), whole=True)
+            if not why:
+                return {**said, **_sections(out)}
+            unknown = [e for e in envs if e in why.split()] if _UNKNOWN_ENVS in why else []
+            for env in unknown or envs:
+                said[env] = {"": f"tox could not tell: {_UNKNOWN_ENVS}: {env}" if unknown else why[:320]}
+            envs = [e for e in envs if e not in said]
+        return said
 
     def ask(self, call: ToolCall) -> Answer:
         if self.collecting:
@@ -136,8 +152,8 @@ def _words(argv: Sequence[str], args: Sequence[Word]) -> tuple[Word, ...]:
     return tuple(out)
 
 
-def _ran(root: Path, call: ToolCall, argv: list[str]) -> tuple[str, str]:
-    """(stdout, "") of the question, or ("", why it failed)."""
+def _ran(root: Path, call: ToolCall, argv: list[str], *, whole: bool = False) -> tuple[str, str]:
+    """(stdout, "") of the question, or ("", why it failed); `whole`: all the tool said from its error on."""
     try:
         done = run_bounded(argv, cwd=root / call.cwd, timeout=TIMEOUT_S, die_with_promote=True)
     except OSError as e:
@@ -148,7 +164,7 @@ def _ran(root: Path, call: ToolCall, argv: list[str]) -> tuple[str, str]:
         # tox and make say what went wrong on either stream: the last line that says anything.
         said = [line.strip() for line in (done.stderr + "\n" + done.stdout).splitlines() if line.strip()]
         error = next((i for i, line in enumerate(said) if "error" in line.lower()), max(0, len(said) - 1))
-        shown = " ".join(said[error : error + 3])[:300] if said else done.reason
+        shown = (" ".join(said[error:]) if whole else " ".join(said[error : error + 3])[:300]) if said else done.reason
         return "", f"{call.tool} could not tell: {shown}"
     return done.stdout[:MAX_OUTPUT], ""
 
