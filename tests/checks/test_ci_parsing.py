@@ -151,6 +151,7 @@ def test_wrappers_are_peeled_down_to_the_test_command(tmp_path: Path) -> None:
     unknown = Word("test.py${{ matrix.python }}:test", known=False)
     assert isinstance(classify(Invocation((Word("hatch"), Word("run"), unknown), ""), tmp_path), ToolCall)
     assert kind("hatch", "run", "cov:all") == "ToolCall"
+    assert kind("hatch", "run", "full") == "ToolCall"  # a script of the default environment, or a program
     assert kind("pdm", "run", "test") == "Opaque: `pdm run test` runs a project script the audit does not read"
 
 

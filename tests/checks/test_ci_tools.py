@@ -121,6 +121,16 @@ def test_hatch_scripts_are_read_from_hatch_for_every_matrix_environment(tmp_path
     ]
 
 
+def test_a_name_after_hatch_run_is_asked_of_hatch_whatever_it_is_called(tmp_path: Path) -> None:
+    hatch = HATCH + '[tool.hatch.envs.default.scripts]\nfull = "pytest {args:tests/integration}"\n'
+    steps = "      - run: hatch run full\n      - run: hatch run mkdocs build\n"
+    report = survey(tmp_path, {"pyproject.toml": hatch}, steps)
+    # `full` is the default environment's script; `mkdocs` is no script, so hatch runs the program itself.
+    assert fates(report) == {COLLECTED[0]: "not run", COLLECTED[1]: "runs", COLLECTED[2]: "not run"}
+    [job] = report.jobs
+    assert job.commands == ("hatch run full (hatch env default: pytest tests/integration)",), job.commands
+
+
 def test_a_tool_not_installed_here_is_said_once_and_its_tests_are_undecided(tmp_path: Path) -> None:
     report = survey(tmp_path, {"tox.ini": TOX_INI}, "      - run: tox -e py\n      - run: tox -e py -- docs\n", "")
     assert set(fates(report).values()) == {"undecided"}

@@ -92,7 +92,8 @@ def classify(inv: Invocation, root: Path) -> Classified:
         return ToolCall(text, "tox" if program == "tox" else "make", cwd, args)
     if program in _LAUNCHERS and any("test" in w.text for w in args):
         return Opaque(text, f"what `{program}` runs is not read by the audit")
-    if peeled.runner == "hatch run" and ("test" in program or ":" in program) and cwd is not None:
+    if peeled.runner == "hatch run" and cwd is not None:
+        # Any name after `hatch run` may be a script of the project's (`hatch run full`): hatch says which.
         return ToolCall(text, "hatch", cwd, tuple(argv))
     if peeled.runner and ("test" in program or ":" in program):
         # `pdm run test`, `pixi run test`: a script of the project's own, whatever its name says.

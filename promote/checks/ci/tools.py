@@ -69,6 +69,7 @@ class Tools:
     collecting: bool = False
     noted: list[ToolCall] = field(default_factory=list)
     tox_said: dict[tuple[str, tuple[Word, ...]], dict[str, dict[str, str]]] = field(default_factory=dict)
+    hatch_shown: dict[str, tuple[str, str]] = field(default_factory=dict)  # directory -> (`env show --json`, why)
 
     def prefetch(self) -> None:
         """Ask tox once per directory and posargs for every environment the noted questions name."""
@@ -115,8 +116,15 @@ class Tools:
             if program is None:
                 self.asked[key] = Answer(why=f"{call.tool} is not installed where promote runs", missing=True)
             else:
-                self.asked[key] = {"tox": _tox, "make": _make, "hatch": _hatch}[call.tool](self.root, program, call)
+                asker = {"tox": _tox, "make": _make, "hatch": self._hatch}[call.tool]
+                self.asked[key] = asker(self.root, program, call)
         return self.asked[key]
+
+    def _hatch(self, root: Path, program: str, call: ToolCall) -> Answer:
+        """hatch's scripts for `call`: every environment is shown in one call per directory, asked once."""
+        if call.cwd not in self.hatch_shown:
+            self.hatch_shown[call.cwd] = _ran(root, call, [program, "env", "show", "--json"])
+        return _hatch(call, *self.hatch_shown[call.cwd])
 
     def _prefetched(self, call: ToolCall) -> Answer | None:
         """tox's answer from the one call `prefetch` made, when it named every environment `call` asks for."""
@@ -269,13 +277,13 @@ def _make(root: Path, program: str, call: ToolCall) -> Answer:
     return Answer(tuple(runs)) if runs else Answer(why=f"make {target} runs no command")
 
 
-def _hatch(root: Path, program: str, call: ToolCall) -> Answer:
+def _hatch(call: ToolCall, out: str, why: str) -> Answer:
+    """The commands of the script `call` names, from what `hatch env show --json` said (`out`, or `why` not)."""
     args = list(call.args)
     if not args or not args[0].known:
         shown = args[0].text if args else ""
         return Answer(why=f"the hatch script `{shown}` is only known when the job runs")
     env, _, script = args[0].text.rpartition(":")
-    out, why = _ran(root, call, [program, "env", "show", "--json"])
     if why:
         return Answer(why=why)
     try:
