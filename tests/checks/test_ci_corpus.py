@@ -25,11 +25,7 @@ CASES = sorted((Path(__file__).parent / "workflows").glob("*.toml"))
 
 
 def build(root: Path, case: dict) -> CIReport:  # type: ignore[type-arg]
-    modules: dict[str, list[str]] = {}
-    for test in case["expected"]:
-        module, _, name = test.partition("::")
-        modules.setdefault(module, []).append(name)
-    sources = {m: "".join(f"def {n}():\n    pass\n" for n in names) for m, names in modules.items()}
+    sources = {m: _module(names) for m, names in _by_module(case["expected"]).items()}
     body = f'repository = "{case["repository"]}"\n'
     if "runners" in case:
         body += "runners = [" + ", ".join(f'"{r}"' for r in case["runners"]) + "]\n"
@@ -37,6 +33,30 @@ def build(root: Path, case: dict) -> CIReport:  # type: ignore[type-arg]
     trunk = case.get("trunk", "main")
     (root / "promote.toml").write_text(f'[promote]\ntrunk = "{trunk}"\n[promote.ci]\n{body}')
     return survey_ci(root, config.load(root / "promote.toml"), list(case["expected"]))
+
+
+def _by_module(tests: list[str]) -> dict[str, list[str]]:
+    modules: dict[str, list[str]] = {}
+    for test in tests:
+        module, _, name = test.partition("::")
+        modules.setdefault(module, []).append(name)
+    return modules
+
+
+def _module(names: list[str]) -> str:
+    """A test module with each `name`: a function, or `Class::method` in a unittest TestCase (both runners run
+    those)."""
+    classes: dict[str, list[str]] = {}
+    text = "import unittest\n\n"
+    for name in names:
+        cls, _, method = name.rpartition("::")
+        if cls:
+            classes.setdefault(cls, []).append(method)
+        else:
+            text += f"def {name}():\n    pass\n"
+    for cls, methods in classes.items():
+        text += f"class {cls}(unittest.TestCase):\n" + "".join(f"    def {m}(self):\n        pass\n" for m in methods)
+    return text
 
 
 def fates(report: CIReport, tests: list[str]) -> dict[str, str]:

@@ -153,6 +153,15 @@ def test_wrappers_are_peeled_down_to_the_test_command(tmp_path: Path) -> None:
     assert kind("hatch", "run", "cov:all") == "ToolCall"
     assert kind("hatch", "run", "full") == "ToolCall"  # a script of the default environment, or a program
     assert kind("pdm", "run", "test") == "Opaque: `pdm run test` runs a project script the audit does not read"
+    # unittest-xml-reporting's runner is unittest with a report directory.
+    assert kind("python", "-m", "xmlrunner", "discover", "-v", "tests", "-o", "out") == "UnittestRun"
+    # A launcher that runs a test module of the repository runs tests the audit cannot see; a linter does not.
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "ring_test.py").write_text("import unittest\n")
+    launched = "Opaque: `mpirun` runs tests/ring_test.py, which the audit does not read"
+    assert kind("mpirun", "-np", "8", "python", "tests/ring_test.py") == launched
+    assert kind("ruff", "check", "tests/ring_test.py") == "NoneType"
+    assert kind("mpirun", "-np", "8", "python", "tests/missing_test.py") == "NoneType"
 
 
 def test_path_words_known_only_when_the_job_runs_leave_every_test_they_could_reach_undecided(tmp_path: Path) -> None:

@@ -97,6 +97,10 @@ def test_an_environment_tox_does_not_know_leaves_its_matrix_neighbours_read(tmp_
 def test_make_is_asked_with_a_dry_run_and_its_recipes_read_as_shell(tmp_path: Path) -> None:
     report = survey(tmp_path, {"Makefile": MAKEFILE}, "      - run: make ci\n")
     assert fates(report) == {COLLECTED[0]: "runs", COLLECTED[1]: "not run", COLLECTED[2]: "runs"}
+    # The job count known only when the job runs is no target; the Makefile named with -f is.
+    files = {"Makefile": "all:\n\ttrue\n", "ci.mk": MAKEFILE}
+    counted = survey(tmp_path / "counted", files, "      - run: make -j $(nproc) -f ci.mk ci\n")
+    assert fates(counted) == fates(report), counted.undecided
     # A dry run runs nothing: no test ran, nothing was written.
     assert not (tmp_path / ".pytest_cache").exists()
 

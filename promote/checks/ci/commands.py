@@ -27,6 +27,13 @@ _COVERAGE_VALUED = {"--source", "--rcfile", "--omit", "--include", "--data-file"
 _NOX_MULTI = {"-s", "--session", "--sessions", "-e", "-p", "--python", "--pythons", "--extra-pythons", "--extra-python"}
 _NOX_VALUED = {"-f", "--noxfile", "--envdir", "-db", "--default-venv-backend", "-fb", "--force-venv-backend"}
 _LAUNCHERS = {"make", "just", "task", "invoke", "inv"}
+_XMLRUNNER_VALUED = {"-o", "--output", "--output-file", "--outsuffix"}
+# Programs that read a test module without running it (a linter on tests/test_x.py runs no test).
+_FILE_READERS = {
+    "mypy", "ruff", "black", "flake8", "isort", "pyright", "pylint", "pyflakes", "pycodestyle", "codespell",
+    "cat", "cp", "mv", "rm", "ln", "git", "diff", "grep", "sed", "awk", "head", "tail", "echo", "ls", "wc",
+    "touch", "chmod", "pre-commit", "cython", "sha256sum",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -71,14 +78,16 @@ def classify(inv: Invocation, root: Path) -> Classified:
     argv, cwd = peeled.argv, peeled.cwd
     program = posixpath.basename(argv[0].text)
     args = tuple(argv[1:])
-    if program in ("pytest", "py.test", "unittest", "nox", "tox") and cwd is None:
+    if program in ("pytest", "py.test", "unittest", "xmlrunner", "nox", "tox") and cwd is None:
         return Opaque(text, "it runs in a directory the audit cannot follow (`cd` to an unknown place)")
     if program in ("pytest", "py.test"):
         assert cwd is not None
         run = PytestRun.parse(args, text=text, cwd=cwd, root=root, addopts_env=_addopts(inv, peeled.env))
         return run if run.runs_tests else None
-    if program == "unittest":
+    if program in ("unittest", "xmlrunner"):
+        # unittest-xml-reporting's runner takes unittest's command line, and where to write its reports.
         assert cwd is not None
+        args = _without(args, _XMLRUNNER_VALUED) if program == "xmlrunner" else args
         return UnittestRun.parse(args, text=text, cwd=cwd, root=root)
     if program == "nox":
         assert cwd is not None
@@ -98,7 +107,33 @@ def classify(inv: Invocation, root: Path) -> Classified:
     if peeled.runner and ("test" in program or ":" in program):
         # `pdm run test`, `pixi run test`: a script of the project's own, whatever its name says.
         return Opaque(text, f"`{peeled.runner} {program}` runs a project script the audit does not read")
+    module = next((a.text for a in args if _test_module(a, cwd, root)), None)
+    if module is not None and program not in _FILE_READERS:
+        # `mpirun -np 8 python tests/mpi_test.py`, `mlx.launch tests/ring_test.py`: a launcher runs the module.
+        return Opaque(text, f"`{program}` runs {module}, which the audit does not read")
     return None
+
+
+def _test_module(word: Word, cwd: str | None, root: Path) -> bool:
+    """`word` names a Python module of the repository whose name says it holds tests."""
+    if not word.known or not word.text.endswith(".py") or "test" not in posixpath.basename(word.text).lower():
+        return False
+    path = normalize(word.text, cwd or "")
+    return path is not None and (root / path).is_file()
+
+
+def _without(args: tuple[Word, ...], valued: set[str]) -> tuple[Word, ...]:
+    """`args` without the options in `valued` and their values (`-o DIR`, `--output=DIR`)."""
+    out: list[Word] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a.text in valued:
+            skip = True
+        elif a.text.partition("=")[0] not in valued:
+            out.append(a)
+    return tuple(out)
 
 
 def _tox_env(inv: Invocation, extra_env: dict[str, str], args: tuple[Word, ...]) -> tuple[Word, ...]:

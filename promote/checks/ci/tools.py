@@ -15,6 +15,7 @@ import re
 import shlex
 import shutil
 import sys
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,8 @@ _HOLES = re.compile(r"__promote_unknown_(\d+)__")
 _ENTERING = re.compile(r"^make(?:\[\d+\])?: Entering directory ['`](.*)'$")
 _LEAVING = re.compile(r"^make(?:\[\d+\])?: Leaving directory")
 _UNKNOWN_ENVS = "provided environments not found in configuration file"
+_MAKE_COUNTS = {"-j", "--jobs", "-l", "--load-average", "--max-load"}  # their number is optional
+_MAKE_VALUED = {"-C", "-f", "-I", "-o", "-W", "--directory", "--file", "--makefile", "--include-dir"}
 
 
 @dataclass(frozen=True)
@@ -260,15 +263,42 @@ def _relative(root: Path, path: str) -> str | None:
     return "" if str(rel) == "." else rel.as_posix()
 
 
+def _make_args(args: Sequence[Word]) -> tuple[list[str], list[str]] | None:
+    """(make's arguments for a dry run, the targets among them): targets, variables and the options that say
+    where and which Makefile; the job count (`-j $(nproc)`) left out. None when a target is only known when the
+    job runs."""
+    argv: list[str] = []
+    targets: list[str] = []
+    rest = deque(args)
+    while rest:
+        word = rest.popleft()
+        if word.text in _MAKE_COUNTS:
+            if rest and (not rest[0].known or rest[0].text.isdigit()):
+                rest.popleft()
+        elif not word.known:
+            return None
+        elif word.text in _MAKE_VALUED:
+            if not rest or not rest[0].known:
+                return None
+            argv += [word.text, rest.popleft().text]
+        elif word.text.startswith(("--directory=", "--file=", "--makefile=")):
+            argv.append(word.text)
+        elif not word.text.startswith("-"):
+            argv.append(word.text)
+            targets += [] if "=" in word.text else [word.text]
+    return argv, targets
+
+
 def _make(root: Path, program: str, call: ToolCall) -> Answer:
-    args = [a for a in call.args if a.known and not a.text.startswith("-") and "=" not in a.text]
-    if any(not a.known for a in call.args):
+    read = _make_args(call.args)
+    if read is None:
         return Answer(why="the make target is only known when the job runs")
-    out, why = _ran(root, call, [program, "--dry-run", "--no-print-directory", *(a.text for a in args)])
+    args, targets = read
+    out, why = _ran(root, call, [program, "--dry-run", "--no-print-directory", *args])
     if why:
         return Answer(why=why)
     runs: list[tuple[str, Invocation]] = []
-    target = " ".join(a.text for a in args) or "its default target"
+    target = " ".join(targets) or "its default target"
     for line in out.splitlines():
         if _ENTERING.match(line) or _LEAVING.match(line) or not line.strip():
             continue
