@@ -11,7 +11,7 @@ from promote.checks.ci.commands import Opaque, classify
 from promote.checks.ci.expr import evaluate_if
 from promote.checks.ci.pytest_run import PytestRun
 from promote.checks.ci.shell import Invocation, invocations
-from promote.checks.ci.terms import NodeId, Word
+from promote.checks.ci.terms import NodeId, Word, words
 from promote.checks.ci.tools import ToolCall
 from promote.checks.ci.unittest_run import UnittestRun
 
@@ -203,3 +203,34 @@ def test_a_step_has_no_arguments_and_a_script_it_calls_gets_those_of_the_call() 
         "set -ex", 'pytest ?"$@"', 'pytest ?$1 ?"$2"',
         "pytest",
     ]  # fmt: skip
+
+
+def test_options_the_repositorys_conftest_files_add_take_their_values_as_pytest_does(tmp_path: Path) -> None:
+    files = {
+        "tests/conftest.py": 'pytest_plugins = ["tests.optional"]\n',
+        "tests/optional.py": (
+            "def pytest_addoption(parser):\n"
+            '    group = parser.getgroup("collect")\n'
+            '    group.addoption("--run-optional", action="append", default=None)\n'
+            '    parser.addoption("--fast", action="store_true")\n'
+        ),
+        "tests/test_a.py": "def test_a(): pass\n",
+        "other/test_b.py": "def test_b(): pass\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+
+    def parse(*argv: str) -> PytestRun:
+        return PytestRun.parse(words(*argv), text=" ".join(argv), cwd="", root=tmp_path, addopts_env=None)
+
+    # `no_jupyter` is the value of --run-optional, not a path; after the flag --fast, `other` is a path.
+    valued = parse("tests", "--run-optional", "no_jupyter")
+    assert (valued.paths, valued.unreadable) == ((("tests", "tests"),), ())
+    flag = parse("tests", "--fast", "other")
+    assert [p for p, _ in flag.paths] == ["tests", "other"]
+    # Without the conftest that names the plugin, pytest does not know the option either.
+    (tmp_path / "tests/conftest.py").unlink()
+    assert parse("tests", "--run-optional", "no_jupyter").unreadable == (
+        "`no_jupyter` is not a path in the repository",
+    )
