@@ -94,6 +94,13 @@ def test_an_environment_tox_does_not_know_leaves_its_matrix_neighbours_read(tmp_
     }
 
 
+def test_toxenv_from_a_steps_env_mapping_taken_from_the_matrix_names_the_environment(tmp_path: Path) -> None:
+    matrix = "    strategy:\n      matrix:\n        include:\n          - env: {TOXENV: py}\n"
+    steps = "      - env: ${{ matrix.env }}\n        run: tox -- integration\n"
+    report = survey(tmp_path, {"tox.ini": TOX_INI}, steps, matrix=matrix)
+    assert fates(report) == {COLLECTED[0]: "not run", COLLECTED[1]: "runs", COLLECTED[2]: "not run"}
+
+
 def test_make_is_asked_with_a_dry_run_and_its_recipes_read_as_shell(tmp_path: Path) -> None:
     report = survey(tmp_path, {"Makefile": MAKEFILE}, "      - run: make ci\n")
     assert fates(report) == {COLLECTED[0]: "runs", COLLECTED[1]: "not run", COLLECTED[2]: "runs"}

@@ -23,7 +23,9 @@ _VALUED = {
     "--project", "--directory", "--env-file", "--index", "--index-url", "--extra-index-url", "--only-group",
     "--no-group", "--with-requirements", "--with-editable", "-e", "--environment", "--spec",
 }  # fmt: skip
-_COVERAGE_VALUED = {"--source", "--rcfile", "--omit", "--include", "--data-file", "--context", "--concurrency"}
+_COVERAGE_VALUED = {
+    "--source", "--rcfile", "--omit", "--include", "--data-file", "--context", "--concurrency", "--debug",
+}  # fmt: skip
 _NOX_MULTI = {"-s", "--session", "--sessions", "-e", "-p", "--python", "--pythons", "--extra-pythons", "--extra-python"}
 _NOX_VALUED = {"-f", "--noxfile", "--envdir", "-db", "--default-venv-backend", "-fb", "--force-venv-backend"}
 _LAUNCHERS = {"make", "just", "task", "invoke", "inv"}
@@ -137,13 +139,17 @@ def _without(args: tuple[Word, ...], valued: set[str]) -> tuple[Word, ...]:
 
 
 def _tox_env(inv: Invocation, extra_env: dict[str, str], args: tuple[Word, ...]) -> tuple[Word, ...]:
-    """tox's arguments with `-e` from TOX_ENV (tox 4 takes any option from `TOX_<NAME>`) when none is given."""
+    """tox's arguments with `-e` from TOX_ENV (tox 4 takes any option from `TOX_<NAME>`) or from TOXENV (as tox 3
+    did) when none is given."""
     if any(a.text in ("-e", "--env") or a.text.startswith(("-e", "--env=")) for a in args):
         return args
-    set_, value = (True, extra_env["TOX_ENV"]) if "TOX_ENV" in extra_env else inv.getenv("TOX_ENV")
+    for name in ("TOX_ENV", "TOXENV"):
+        set_, value = (True, extra_env[name]) if name in extra_env else inv.getenv(name)
+        if set_:
+            break
     if not set_:
         return args
-    env = Word(value) if value is not None else Word("$TOX_ENV", known=False)
+    env = Word(value) if value is not None else Word(f"${name}", known=False)
     dash = next((i for i, a in enumerate(args) if a.text == "--"), len(args))
     return (*args[:dash], Word("-e"), env, *args[dash:])
 

@@ -184,7 +184,7 @@ def _steps(
     for step in raw if isinstance(raw, list) else []:
         if not isinstance(step, dict):
             continue
-        step_env = {**env, **_mapping(step.get("env"))}
+        step_env = {**env, **_mapping(_substitute(step.get("env"), combo))}  # `env: ${{ matrix.env }}` too
         condition = evaluate_if(step.get("if"), repo, combo, events)
         if outer is not None and (outer.value is False or (outer.value is None and condition.value is not False)):
             condition = outer
