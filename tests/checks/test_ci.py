@@ -379,7 +379,8 @@ def release(session):
     # unread (undecided), never taken to run nothing.
     assert report.jobs[0].commands[0] == "nox -s tests (session tests: pytest tests)"
     assert {u.why for u in report.undecided} == {
-        "`nox -s release`: `publish` is handed the nox session and is not read in job `nox` of .github/workflows/nox.yml"
+        "`nox -s release`: `publish` is handed the nox session and is not read in job `nox` of "
+        ".github/workflows/nox.yml"
     }
 
 
