@@ -440,3 +440,12 @@ runs:
     gpu = gpu.replace("    runs-on:", "    strategy:\n      matrix:\n        gpu: [true]\n    runs-on:")
     report = survey(tmp_path / "gpu", {"ci.yml": MATRIX_ON + gpu}, {".github/actions/tests/action.yml": action})
     assert (report.run, [n.test for n in report.not_run]) == (1, COLLECTED[:2])
+
+
+def test_a_repository_script_whose_shebang_gives_the_shell_flags_is_followed(tmp_path: Path) -> None:
+    job = JOB.replace("python -m pytest -q", "scripts/test")
+    for shebang in ("#!/bin/sh -e", "#!/usr/bin/env -S bash -eu"):
+        root = tmp_path / str(len(shebang))
+        script = {"scripts/test": f'{shebang}\nset -x\npytest tests "$@"\n'}
+        report = survey(root, {"ci.yml": MATRIX_ON + job}, script)
+        assert (report.run, [n.test for n in report.not_run]) == (2, ["packages/x/tests/test_x.py::test_x"]), shebang
