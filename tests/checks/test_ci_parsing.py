@@ -235,3 +235,16 @@ def test_options_the_repositorys_conftest_files_add_take_their_values_as_pytest_
     assert parse("tests", "--run-optional", "no_jupyter").unreadable == (
         "`no_jupyter` is not a path in the repository",
     )
+
+
+def test_an_unknown_value_leaves_the_run_undecided_only_for_an_option_that_selects_tests(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+
+    def parse(*argv: Word) -> PytestRun:
+        return PytestRun.parse(argv, text="pytest", cwd="", root=tmp_path, addopts_env=None)
+
+    report = parse(Word("tests"), Word("--cov-report=html:{out}", known=False), Word("--junitxml"), Word("$X", False))
+    assert (report.paths, report.unreadable) == ((("tests", "tests"),), ())
+    assert parse(Word("tests"), Word("-k"), Word("$K", known=False)).unreadable == (
+        "`$K` is not known before the job runs",
+    )

@@ -209,4 +209,11 @@ def _words(arg: ast.expr, param: str, local: dict[str, ast.expr] | None = None) 
             return [POSARGS]
         if isinstance(arg.value, (ast.List, ast.Tuple)):
             return [w for elt in arg.value.elts for w in _words(elt, param)]
+    if isinstance(arg, ast.JoinedStr):
+        # f"--cov-report=html:{path}": the option is known, its value only when the session runs.
+        text = "".join(
+            str(v.value) if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"  # type: ignore[attr-defined]
+            for v in arg.values
+        )
+        return [Word(text, known=False)]
     return [Word(ast.unparse(arg), known=False)]

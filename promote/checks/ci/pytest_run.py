@@ -28,6 +28,11 @@ LONG_VALUE = {
     "--verbosity", "--doctest-glob", "--doctest-report", "--pdbcls", "--ds", "--dc", "--benchmark-json",
     "--benchmark-save", "--benchmark-storage", "--benchmark-sort", "--benchmark-group-by", "--benchmark-columns",
 }  # fmt: skip
+# Options whose value decides which tests run or how they are found (an unknown value leaves them undecided).
+SELECTING = {
+    "-k", "-m", "-c", "-p", "-o", "--config-file", "--rootdir", "--override-ini", "--ignore", "--ignore-glob",
+    "--deselect", "--confcutdir", "--import-mode", "--pyargs", "--group", "--splits", "--count",
+}  # fmt: skip
 OPTIONAL_VALUE = {"--cov"}  # nargs="?": it takes the next word when that is not an option
 NO_RUN = {
     "--co", "--collect-only", "--collectonly", "--fixtures", "--funcargs", "--fixtures-per-test", "--markers",
@@ -134,7 +139,9 @@ class PytestRun:
         # which take a value before it reads the command line, and so does the audit.
         valued = valued_options(root, rootdir, _anchors(root, cwd, scan, ini))
         scan = _scan(every, valued) if valued else scan
-        for w in [w for w in scan.positional if not w.known] + [v for _, v in scan.options if v and not v.known]:
+        # An unknown value matters only to an option that selects tests (`-k $K`), not to `--cov-report=$X`.
+        choosing = [v for n, v in scan.options if v and not v.known and (n in SELECTING or n in valued)]
+        for w in [w for w in scan.positional if not w.known] + choosing:
             unreadable.append(f"`{w.text}` is not known before the job runs")
         unreadable += [UNREADABLE[f] for f in scan.flags if f in UNREADABLE]
         unreadable += [f"-o {v.text}" for n, v in scan.options if n in ("-o", "--override-ini") and v and _sel(v)]
