@@ -143,6 +143,7 @@ def test_wrappers_are_peeled_down_to_the_test_command(tmp_path: Path) -> None:
     assert kind("uv", "run", "--with", "x", "pytest") == "PytestRun"
     assert kind("timeout", "600", "env", "A=1", "coverage", "run", "--branch", "-m", "pytest") == "PytestRun"
     assert kind("coverage", "run", "--debug", "config", "-m", "pytest") == "PytestRun"  # --debug takes a value
+    assert kind("python", "-Im", "pytest", "-v") == "PytestRun"  # -I and -m given together
     assert kind(".venv/bin/python3.11", "-X", "dev", "-m", "unittest") == "UnittestRun"
     assert kind("pytest", "--collect-only") == "NoneType"
     assert kind("make", "test") == "ToolCall"  # make is asked what it runs (tests/checks/test_ci_tools.py)

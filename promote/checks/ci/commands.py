@@ -29,6 +29,7 @@ _COVERAGE_VALUED = {
 _NOX_MULTI = {"-s", "--session", "--sessions", "-e", "-p", "--python", "--pythons", "--extra-pythons", "--extra-python"}
 _NOX_VALUED = {"-f", "--noxfile", "--envdir", "-db", "--default-venv-backend", "-fb", "--force-venv-backend"}
 _LAUNCHERS = {"make", "just", "task", "invoke", "inv"}
+_PY_CLUSTER = re.compile(r"-[bBdEhiIOPqsSuvVx]+[mc]")  # python's flags given together, ending in -m or -c
 _XMLRUNNER_VALUED = {"-o", "--output", "--output-file", "--outsuffix"}
 # Programs that read a test module without running it (a linter on tests/test_x.py runs no test).
 _FILE_READERS = {
@@ -240,6 +241,9 @@ def _python_target(argv: list[Word], text: str) -> list[Word] | Opaque:
     """`python [opts] -m MOD args` -> `MOD args`; `python -c CODE` that mentions tests is opaque."""
     while argv:
         option = argv[0].text
+        if _PY_CLUSTER.fullmatch(option):
+            # Flags given together (`-Im pytest`, `-bBc CODE`): the last one may take the next word.
+            option = "-" + option[-1]
         if option == "-m":
             return argv[1:]
         if option == "-c":

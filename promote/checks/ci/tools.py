@@ -15,6 +15,7 @@ import re
 import shlex
 import shutil
 import sys
+import tempfile
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -165,10 +166,18 @@ def _words(argv: Sequence[str], args: Sequence[Word]) -> tuple[Word, ...]:
 
 def _ran(root: Path, call: ToolCall, argv: list[str], *, whole: bool = False) -> tuple[str, str]:
     """(stdout, "") of the question, or ("", why it failed); `whole`: all the tool said from its error on."""
-    try:
-        done = run_bounded(argv, cwd=root / call.cwd, timeout=TIMEOUT_S, die_with_promote=True)
-    except OSError as e:
-        return "", f"{call.tool} could not be started: {e}"
+    with tempfile.TemporaryDirectory(prefix="promote-ask-") as scratch:
+        if call.tool == "tox":
+            # To fill in `{envsitepackagesdir}` tox makes the environment: in a scratch directory, not the
+            # checkout, and without fetching interpreters (uv would try the network for each one it lacks).
+            argv = [*argv[:2], "--workdir", scratch, *argv[2:]]
+        # The CI's tox is not told the settings of whoever runs promote (TOXENV, TOX_*).
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOX_", "TOXENV"))}
+        env.update(UV_OFFLINE="1", UV_PYTHON_DOWNLOADS="never", VIRTUALENV_DOWNLOAD="0")
+        try:
+            done = run_bounded(argv, cwd=root / call.cwd, timeout=TIMEOUT_S, env=env, die_with_promote=True)
+        except OSError as e:
+            return "", f"{call.tool} could not be started: {e}"
     if done.status is None:
         return "", f"{call.tool} did not answer within {TIMEOUT_S:g} s"
     if not done.ok:
