@@ -7,81 +7,26 @@ decision when the record has one.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:
-    import tomli as tomllib
-
-from promote import config
-from promote.checks.ci import CIReport, survey_ci
-from tests.checks.test_ci import workspace
-
-CASES = sorted((Path(__file__).parent / "workflows").glob("*.toml"))
-
-
-def build(root: Path, case: dict) -> CIReport:  # type: ignore[type-arg]
-    sources = {m: _module(names) for m, names in _by_module(case["expected"]).items()}
-    body = f'repository = "{case["repository"]}"\n'
-    if "runners" in case:
-        body += "runners = [" + ", ".join(f'"{r}"' for r in case["runners"]) + "]\n"
-    workspace(root, {**case["files"], **sources}, body)
-    trunk = case.get("trunk", "main")
-    (root / "promote.toml").write_text(f'[promote]\ntrunk = "{trunk}"\n[promote.ci]\n{body}')
-    return survey_ci(root, config.load(root / "promote.toml"), list(case["expected"]))
-
-
-def _by_module(tests: list[str]) -> dict[str, list[str]]:
-    modules: dict[str, list[str]] = {}
-    for test in tests:
-        module, _, name = test.partition("::")
-        modules.setdefault(module, []).append(name)
-    return modules
-
-
-def _module(names: list[str]) -> str:
-    """A test module with each `name`: a function, or `Class::method` in a unittest TestCase (both runners run
-    those)."""
-    classes: dict[str, list[str]] = {}
-    text = "import unittest\n\n"
-    for name in names:
-        cls, _, method = name.rpartition("::")
-        if cls:
-            classes.setdefault(cls, []).append(method)
-        else:
-            text += f"def {name}():\n    pass\n"
-    for cls, methods in classes.items():
-        text += f"class {cls}(unittest.TestCase):\n" + "".join(f"    def {m}(self):\n        pass\n" for m in methods)
-    return text
-
-
-def fates(report: CIReport, tests: list[str]) -> dict[str, str]:
-    out = dict.fromkeys(tests, "runs")
-    out.update({n.test: "not run" for n in report.not_run})
-    out.update({u.test: "undecided" for u in report.undecided})
-    return out
-
-
-def read(path: Path) -> dict:  # type: ignore[type-arg]
-    case = tomllib.loads(path.read_text())
-    assert set(case["commits"]) == set(case["files"]), "each file says the commit it was read at"
-    return case
+from tests.helpers.workflow_cases import CASES, audit, fates, lay_out, read
 
 
 @pytest.fixture(scope="module")
 def found(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
-    """Each case built and audited once (asking the tools is the slow part); its fate for each test id."""
+    """Each case built and audited once (asking the tools is the slow part); its fate for each test id, with
+    the reason of a not-run."""
     out = {}
     for path in CASES:
         case = read(path)
-        report = build(tmp_path_factory.mktemp(path.stem), case)
-        out[path.stem] = fates(report, list(case["expected"]))
+        root = tmp_path_factory.mktemp(path.stem)
+        report = audit(root, case, lay_out(root, case))
         why = {n.test: n.why for n in report.not_run}
-        out[path.stem] = {t: f"{f}: {why[t]}" if t in why else f for t, f in out[path.stem].items()}
+        out[path.stem] = {
+            t: f"{f}: {why[t]}" if t in why else f for t, f in fates(report, list(case["expected"])).items()
+        }
     return out
 
 

@@ -154,3 +154,11 @@ def test_a_tool_not_installed_here_is_said_once_and_its_tests_are_undecided(tmp_
     assert [e for e in evidence if "not installed" in e and "undecided" not in e] == [
         "tox is not installed where promote runs: 1 job(s) unread (install it beside promote)"
     ]
+
+
+def test_tox_makes_the_environments_it_needs_to_answer_outside_the_checkout(tmp_path: Path) -> None:
+    tox_ini = "[tox]\nenv_list = py\n[testenv]\ncommands = pytest --cov {envsitepackagesdir}/demo tests/unit\n"
+    report = survey(tmp_path, {"tox.ini": tox_ini}, "      - run: tox -e py\n")
+    assert fates(report) == {COLLECTED[0]: "runs", COLLECTED[1]: "not run", COLLECTED[2]: "not run"}
+    # Filling in {envsitepackagesdir} made a virtualenv: in a scratch directory, gone; the checkout is untouched.
+    assert not (tmp_path / ".tox").exists()
