@@ -110,7 +110,8 @@ def bench(session: nox.Session) -> None:
     """Run every benchmark in benchmarks/ (arms interleaved) and print the figures."""
     # A regular (not editable) install, as users have: the editable finder adds start-up time.
     # The suites the benchmarks run use MLX (and mlx-lm's own tests need mlx-lm and requests).
-    session.install(".[demo]", "detect-test-pollution", "requests")
+    # bench_ci_corpus asks tox and hatch what the workflows run, as the audit does where they are installed.
+    session.install(".[demo]", "detect-test-pollution", "requests", "tox", "tox-uv", "hatch")
     default = [
         "benchmarks/bench_accel_overhead.py",
         "benchmarks/bench_check.py",
@@ -124,6 +125,7 @@ def bench(session: nox.Session) -> None:
         "benchmarks/bench_plugin.py",
         "benchmarks/bench_history_year.py",
         "benchmarks/bench_inventory.py",
+        "benchmarks/bench_ci_corpus.py",
     ]
     for script in sorted(session.posargs or default):
         session.run("python", script)

@@ -348,6 +348,42 @@ def test(session):
     assert (report.run, report.not_run, report.undecided) == (7, (), ())
 
 
+def test_a_nox_session_that_hands_itself_to_a_function_of_the_noxfile_runs_what_the_function_runs(
+    tmp_path: Path,
+) -> None:
+    noxfile = """\
+import nox
+from helpers import publish
+
+def run_tests(quiet, session):
+    test_dir = session.posargs or ["tests"]
+    session.run("pytest", *test_dir)
+
+@nox.session
+def tests(session):
+    run_tests("-q", session=session)
+
+@nox.session
+def release(session):
+    publish(session)
+"""
+    workflow = (
+        "on: push\njobs:\n  nox:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: nox -s tests\n      - run: nox -s release\n"
+    )
+    cfg = workspace(tmp_path, {**SOURCES, "noxfile.py": noxfile, ".github/workflows/nox.yml": workflow})
+
+    report = survey_ci(tmp_path, cfg, COLLECTED)
+
+    # The helper's command (the session handed by keyword); the session handed to an imported function is
+    # unread (undecided), never taken to run nothing.
+    assert report.jobs[0].commands[0] == "nox -s tests (session tests: pytest tests)"
+    assert {u.why for u in report.undecided} == {
+        "`nox -s release`: `publish` is handed the nox session and is not read in job `nox` of "
+        ".github/workflows/nox.yml"
+    }
+
+
 def test_ini_addopts_working_directory_and_repository_scripts_are_followed(tmp_path: Path) -> None:
     files = {
         "packages/a/pyproject.toml": '[tool.pytest.ini_options]\naddopts = "--ignore=tests/test_slow.py -q"\n',

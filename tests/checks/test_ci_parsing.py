@@ -11,7 +11,7 @@ from promote.checks.ci.commands import Opaque, classify
 from promote.checks.ci.expr import evaluate_if
 from promote.checks.ci.pytest_run import PytestRun
 from promote.checks.ci.shell import Invocation, invocations
-from promote.checks.ci.terms import NodeId, Word
+from promote.checks.ci.terms import NodeId, Word, words
 from promote.checks.ci.tools import ToolCall
 from promote.checks.ci.unittest_run import UnittestRun
 
@@ -142,6 +142,8 @@ def test_wrappers_are_peeled_down_to_the_test_command(tmp_path: Path) -> None:
 
     assert kind("uv", "run", "--with", "x", "pytest") == "PytestRun"
     assert kind("timeout", "600", "env", "A=1", "coverage", "run", "--branch", "-m", "pytest") == "PytestRun"
+    assert kind("coverage", "run", "--debug", "config", "-m", "pytest") == "PytestRun"  # --debug takes a value
+    assert kind("python", "-Im", "pytest", "-v") == "PytestRun"  # -I and -m given together
     assert kind(".venv/bin/python3.11", "-X", "dev", "-m", "unittest") == "UnittestRun"
     assert kind("pytest", "--collect-only") == "NoneType"
     assert kind("make", "test") == "ToolCall"  # make is asked what it runs (tests/checks/test_ci_tools.py)
@@ -151,7 +153,17 @@ def test_wrappers_are_peeled_down_to_the_test_command(tmp_path: Path) -> None:
     unknown = Word("test.py${{ matrix.python }}:test", known=False)
     assert isinstance(classify(Invocation((Word("hatch"), Word("run"), unknown), ""), tmp_path), ToolCall)
     assert kind("hatch", "run", "cov:all") == "ToolCall"
+    assert kind("hatch", "run", "full") == "ToolCall"  # a script of the default environment, or a program
     assert kind("pdm", "run", "test") == "Opaque: `pdm run test` runs a project script the audit does not read"
+    # unittest-xml-reporting's runner is unittest with a report directory.
+    assert kind("python", "-m", "xmlrunner", "discover", "-v", "tests", "-o", "out") == "UnittestRun"
+    # A launcher that runs a test module of the repository runs tests the audit cannot see; a linter does not.
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "ring_test.py").write_text("import unittest\n")
+    launched = "Opaque: `mpirun` runs tests/ring_test.py, which the audit does not read"
+    assert kind("mpirun", "-np", "8", "python", "tests/ring_test.py") == launched
+    assert kind("ruff", "check", "tests/ring_test.py") == "NoneType"
+    assert kind("mpirun", "-np", "8", "python", "tests/missing_test.py") == "NoneType"
 
 
 def test_path_words_known_only_when_the_job_runs_leave_every_test_they_could_reach_undecided(tmp_path: Path) -> None:
@@ -193,3 +205,47 @@ def test_a_step_has_no_arguments_and_a_script_it_calls_gets_those_of_the_call() 
         "set -ex", 'pytest ?"$@"', 'pytest ?$1 ?"$2"',
         "pytest",
     ]  # fmt: skip
+
+
+def test_options_the_repositorys_conftest_files_add_take_their_values_as_pytest_does(tmp_path: Path) -> None:
+    files = {
+        "tests/conftest.py": 'pytest_plugins = ["tests.optional"]\n',
+        "tests/optional.py": (
+            "def pytest_addoption(parser):\n"
+            '    group = parser.getgroup("collect")\n'
+            '    group.addoption("--run-optional", action="append", default=None)\n'
+            '    parser.addoption("--fast", action="store_true")\n'
+        ),
+        "tests/test_a.py": "def test_a(): pass\n",
+        "other/test_b.py": "def test_b(): pass\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+
+    def parse(*argv: str) -> PytestRun:
+        return PytestRun.parse(words(*argv), text=" ".join(argv), cwd="", root=tmp_path, addopts_env=None)
+
+    # `no_jupyter` is the value of --run-optional, not a path; after the flag --fast, `other` is a path.
+    valued = parse("tests", "--run-optional", "no_jupyter")
+    assert (valued.paths, valued.unreadable) == ((("tests", "tests"),), ())
+    flag = parse("tests", "--fast", "other")
+    assert [p for p, _ in flag.paths] == ["tests", "other"]
+    # Without the conftest that names the plugin, pytest does not know the option either.
+    (tmp_path / "tests/conftest.py").unlink()
+    assert parse("tests", "--run-optional", "no_jupyter").unreadable == (
+        "`no_jupyter` is not a path in the repository",
+    )
+
+
+def test_an_unknown_value_leaves_the_run_undecided_only_for_an_option_that_selects_tests(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+
+    def parse(*argv: Word) -> PytestRun:
+        return PytestRun.parse(argv, text="pytest", cwd="", root=tmp_path, addopts_env=None)
+
+    report = parse(Word("tests"), Word("--cov-report=html:{out}", known=False), Word("--junitxml"), Word("$X", False))
+    assert (report.paths, report.unreadable) == ((("tests", "tests"),), ())
+    assert parse(Word("tests"), Word("-k"), Word("$K", known=False)).unreadable == (
+        "`$K` is not known before the job runs",
+    )

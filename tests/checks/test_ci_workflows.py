@@ -413,3 +413,39 @@ def test_an_if_on_a_step_using_a_local_composite_action_holds_for_its_steps(tmp_
     report = survey(tmp_path, {"ci.yml": MATRIX_ON + job}, {".github/actions/tests/action.yml": action})
 
     assert report.run == 0
+
+
+def test_a_local_composite_action_reads_its_inputs_from_with_or_their_defaults(tmp_path: Path) -> None:
+    action = """\
+inputs:
+  has-gpu:
+    default: false
+  where:
+    default: tests
+runs:
+  using: composite
+  steps:
+    - if: ${{ inputs.has-gpu == 'false' }}
+      run: python -m pytest ${{ inputs.where }}
+      shell: bash
+    - if: inputs.HAS-GPU == 'true'
+      run: python -m pytest packages/x/tests
+      shell: bash
+"""
+    cpu = JOB.replace("      - run: python -m pytest -q\n", "      - uses: ./.github/actions/tests\n")
+    report = survey(tmp_path / "cpu", {"ci.yml": MATRIX_ON + cpu}, {".github/actions/tests/action.yml": action})
+    # No `with:`: has-gpu is "false" (GitHub passes inputs as text), where is "tests".
+    assert (report.run, [n.test for n in report.not_run]) == (2, ["packages/x/tests/test_x.py::test_x"])
+    gpu = cpu.replace("tests\n", "tests\n        with:\n          has-gpu: ${{ matrix.gpu }}\n", 1)
+    gpu = gpu.replace("    runs-on:", "    strategy:\n      matrix:\n        gpu: [true]\n    runs-on:")
+    report = survey(tmp_path / "gpu", {"ci.yml": MATRIX_ON + gpu}, {".github/actions/tests/action.yml": action})
+    assert (report.run, [n.test for n in report.not_run]) == (1, COLLECTED[:2])
+
+
+def test_a_repository_script_whose_shebang_gives_the_shell_flags_is_followed(tmp_path: Path) -> None:
+    job = JOB.replace("python -m pytest -q", "scripts/test")
+    for shebang in ("#!/bin/sh -e", "#!/usr/bin/env -S bash -eu"):
+        root = tmp_path / str(len(shebang))
+        script = {"scripts/test": f'{shebang}\nset -x\npytest tests "$@"\n'}
+        report = survey(root, {"ci.yml": MATRIX_ON + job}, script)
+        assert (report.run, [n.test for n in report.not_run]) == (2, ["packages/x/tests/test_x.py::test_x"]), shebang

@@ -23,10 +23,20 @@ _VALUED = {
     "--project", "--directory", "--env-file", "--index", "--index-url", "--extra-index-url", "--only-group",
     "--no-group", "--with-requirements", "--with-editable", "-e", "--environment", "--spec",
 }  # fmt: skip
-_COVERAGE_VALUED = {"--source", "--rcfile", "--omit", "--include", "--data-file", "--context", "--concurrency"}
+_COVERAGE_VALUED = {
+    "--source", "--rcfile", "--omit", "--include", "--data-file", "--context", "--concurrency", "--debug",
+}  # fmt: skip
 _NOX_MULTI = {"-s", "--session", "--sessions", "-e", "-p", "--python", "--pythons", "--extra-pythons", "--extra-python"}
 _NOX_VALUED = {"-f", "--noxfile", "--envdir", "-db", "--default-venv-backend", "-fb", "--force-venv-backend"}
 _LAUNCHERS = {"make", "just", "task", "invoke", "inv"}
+_PY_CLUSTER = re.compile(r"-[bBdEhiIOPqsSuvVx]+[mc]")  # python's flags given together, ending in -m or -c
+_XMLRUNNER_VALUED = {"-o", "--output", "--output-file", "--outsuffix"}
+# Programs that read a test module without running it (a linter on tests/test_x.py runs no test).
+_FILE_READERS = {
+    "mypy", "ruff", "black", "flake8", "isort", "pyright", "pylint", "pyflakes", "pycodestyle", "codespell",
+    "cat", "cp", "mv", "rm", "ln", "git", "diff", "grep", "sed", "awk", "head", "tail", "echo", "ls", "wc",
+    "touch", "chmod", "pre-commit", "cython", "sha256sum",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -71,14 +81,16 @@ def classify(inv: Invocation, root: Path) -> Classified:
     argv, cwd = peeled.argv, peeled.cwd
     program = posixpath.basename(argv[0].text)
     args = tuple(argv[1:])
-    if program in ("pytest", "py.test", "unittest", "nox", "tox") and cwd is None:
+    if program in ("pytest", "py.test", "unittest", "xmlrunner", "nox", "tox") and cwd is None:
         return Opaque(text, "it runs in a directory the audit cannot follow (`cd` to an unknown place)")
     if program in ("pytest", "py.test"):
         assert cwd is not None
         run = PytestRun.parse(args, text=text, cwd=cwd, root=root, addopts_env=_addopts(inv, peeled.env))
         return run if run.runs_tests else None
-    if program == "unittest":
+    if program in ("unittest", "xmlrunner"):
+        # unittest-xml-reporting's runner takes unittest's command line, and where to write its reports.
         assert cwd is not None
+        args = _without(args, _XMLRUNNER_VALUED) if program == "xmlrunner" else args
         return UnittestRun.parse(args, text=text, cwd=cwd, root=root)
     if program == "nox":
         assert cwd is not None
@@ -92,22 +104,53 @@ def classify(inv: Invocation, root: Path) -> Classified:
         return ToolCall(text, "tox" if program == "tox" else "make", cwd, args)
     if program in _LAUNCHERS and any("test" in w.text for w in args):
         return Opaque(text, f"what `{program}` runs is not read by the audit")
-    if peeled.runner == "hatch run" and ("test" in program or ":" in program) and cwd is not None:
+    if peeled.runner == "hatch run" and cwd is not None:
+        # Any name after `hatch run` may be a script of the project's (`hatch run full`): hatch says which.
         return ToolCall(text, "hatch", cwd, tuple(argv))
     if peeled.runner and ("test" in program or ":" in program):
         # `pdm run test`, `pixi run test`: a script of the project's own, whatever its name says.
         return Opaque(text, f"`{peeled.runner} {program}` runs a project script the audit does not read")
+    module = next((a.text for a in args if _test_module(a, cwd, root)), None)
+    if module is not None and program not in _FILE_READERS:
+        # `mpirun -np 8 python tests/mpi_test.py`, `mlx.launch tests/ring_test.py`: a launcher runs the module.
+        return Opaque(text, f"`{program}` runs {module}, which the audit does not read")
     return None
 
 
+def _test_module(word: Word, cwd: str | None, root: Path) -> bool:
+    """`word` names a Python module of the repository whose name says it holds tests."""
+    if not word.known or not word.text.endswith(".py") or "test" not in posixpath.basename(word.text).lower():
+        return False
+    path = normalize(word.text, cwd or "")
+    return path is not None and (root / path).is_file()
+
+
+def _without(args: tuple[Word, ...], valued: set[str]) -> tuple[Word, ...]:
+    """`args` without the options in `valued` and their values (`-o DIR`, `--output=DIR`)."""
+    out: list[Word] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a.text in valued:
+            skip = True
+        elif a.text.partition("=")[0] not in valued:
+            out.append(a)
+    return tuple(out)
+
+
 def _tox_env(inv: Invocation, extra_env: dict[str, str], args: tuple[Word, ...]) -> tuple[Word, ...]:
-    """tox's arguments with `-e` from TOX_ENV (tox 4 takes any option from `TOX_<NAME>`) when none is given."""
+    """tox's arguments with `-e` from TOX_ENV (tox 4 takes any option from `TOX_<NAME>`) or from TOXENV (as tox 3
+    did) when none is given."""
     if any(a.text in ("-e", "--env") or a.text.startswith(("-e", "--env=")) for a in args):
         return args
-    set_, value = (True, extra_env["TOX_ENV"]) if "TOX_ENV" in extra_env else inv.getenv("TOX_ENV")
+    for name in ("TOX_ENV", "TOXENV"):
+        set_, value = (True, extra_env[name]) if name in extra_env else inv.getenv(name)
+        if set_:
+            break
     if not set_:
         return args
-    env = Word(value) if value is not None else Word("$TOX_ENV", known=False)
+    env = Word(value) if value is not None else Word(f"${name}", known=False)
     dash = next((i for i, a in enumerate(args) if a.text == "--"), len(args))
     return (*args[:dash], Word("-e"), env, *args[dash:])
 
@@ -198,6 +241,9 @@ def _python_target(argv: list[Word], text: str) -> list[Word] | Opaque:
     """`python [opts] -m MOD args` -> `MOD args`; `python -c CODE` that mentions tests is opaque."""
     while argv:
         option = argv[0].text
+        if _PY_CLUSTER.fullmatch(option):
+            # Flags given together (`-Im pytest`, `-bBc CODE`): the last one may take the next word.
+            option = "-" + option[-1]
         if option == "-m":
             return argv[1:]
         if option == "-c":

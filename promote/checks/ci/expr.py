@@ -15,6 +15,8 @@ _TOKEN = re.compile(
 MAX_DEPTH = 64
 MAX_TOKENS = 4096
 _WRAPPED = re.compile(r"\s*\$\{\{(.*)\}\}\s*", re.S)
+# One `${{ ... }}` in a text, quotes respected (a `}}` inside a string does not end it).
+EXPRESSION = re.compile(r"\$\{\{(?:[^}']|'(?:[^']|'')*'|\}(?!\}))*\}\}")
 # A job-level status function, as in a normal run where everything before it succeeded.
 _STATUS = {"success": True, "always": True, "cancelled": False, "failure": False}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +112,9 @@ def available(label_: str, ci: CIConfig) -> bool:
     return ci.hosted_available and name != "self-hosted" and any(fnmatch.fnmatchcase(name, p) for p in HOSTED)
 
 
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh"}
+
+
 @dataclass
 class Readers:
     """What the jobs of one audit share: each noxfile read once, each tool asked each question once."""
@@ -215,8 +219,17 @@ def _reader(root: Path) -> Callable[[str], str | None]:
             text = path.read_text(errors="replace")
         except OSError:
             return None
-        first = text.split("\n", 1)[0]
-        shell_script = path.suffix in (".sh", ".bash") or (first.startswith("#!") and first.rstrip().endswith("sh"))
+        shell_script = path.suffix in (".sh", ".bash") or _shell_shebang(text.split("\n", 1)[0])
         return text if shell_script else None
 
     return read
+
+
+def _shell_shebang(first: str) -> bool:
+    """`#!/bin/sh`, `#!/bin/sh -e`, `#!/usr/bin/env bash`: a script a shell runs, whatever flags it is given."""
+    if not first.startswith("#!"):
+        return False
+    words = first[2:].split()
+    if words and posixpath.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+    return bool(words) and posixpath.basename(words[0]) in _SHELLS

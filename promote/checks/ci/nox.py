@@ -13,6 +13,7 @@ from promote.checks.ci.terms import Word, normalize
 
 # Where a session passes `*session.posargs`: replaced by what follows `--` on the nox command line.
 POSARGS = Word("*session.posargs", known=False)
+MAX_HELPER_DEPTH = 4
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class NoxSession:
     name: str
     default: bool
     commands: tuple[NoxCommand, ...]
+    unread: tuple[str, ...] = ()  # functions it hands the session to that the audit cannot follow
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,10 @@ class Noxfile:
         base = posixpath.dirname(rel)
         sessions = []
         defaults: tuple[str, ...] | None = None
+        helpers = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
         for node in tree.body:
             if isinstance(node, ast.FunctionDef):
-                session = _session(node, base)
+                session = _session(node, base, helpers)
                 if session is not None:
                     sessions.append(session)
             elif (
@@ -79,6 +82,7 @@ class Noxfile:
             wanted = [s for s in self.sessions if any(_is(n, s.name) for n in call.sessions)]
             missing = [n for n in call.sessions if not any(_is(n, s.name) for s in self.sessions)]
         out = []
+        unread = [why for s in wanted for why in s.unread]
         for session in wanted:
             for command in session.commands:
                 argv: list[Word] = []
@@ -88,7 +92,7 @@ class Noxfile:
                     else:
                         argv.extend(call.posargs if w == POSARGS else (w,))
                 out.append((session.name, Invocation(tuple(argv), command.cwd)))
-        reasons = [*call.unreadable, *(f"nox session {n!r} is not in {self.path}" for n in missing)]
+        reasons = [*call.unreadable, *unread, *(f"nox session {n!r} is not in {self.path}" for n in missing)]
         return out, reasons
 
 
@@ -101,7 +105,7 @@ def _strings(nodes: list[ast.expr]) -> list[str]:
     return [n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
 
 
-def _session(fn: ast.FunctionDef, base: str) -> NoxSession | None:
+def _session(fn: ast.FunctionDef, base: str, helpers: dict[str, ast.FunctionDef]) -> NoxSession | None:
     name, default = fn.name, True
     for deco in fn.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
@@ -117,27 +121,56 @@ def _session(fn: ast.FunctionDef, base: str) -> NoxSession | None:
     else:
         return None
     param = fn.args.args[0].arg if fn.args.args else "session"
-    calls = [
-        n
-        for n in ast.walk(fn)
-        if isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and isinstance(n.func.value, ast.Name)
-        and n.func.value.id == param
-        and n.func.attr in ("run", "run_always", "chdir", "cd")
-    ]
-    cwd: str | None = base
-    commands = []
+    commands: list[NoxCommand] = []
+    unread: list[str] = []
+    _follow(fn, param, base, helpers, commands, unread, depth=0)
+    return NoxSession(name, default, tuple(commands), tuple(dict.fromkeys(unread)))
+
+
+def _follow(
+    fn: ast.FunctionDef, param: str, cwd: str | None, helpers: dict[str, ast.FunctionDef],
+    commands: list[NoxCommand], unread: list[str], depth: int,
+) -> str | None:  # fmt: skip
+    """Append the commands `fn` runs through its session parameter `param`, in order, following the functions
+    of the noxfile it hands the session to (`tests_with_options(session, ...)`); the directory it leaves."""
+    calls = sorted((n for n in ast.walk(fn) if isinstance(n, ast.Call)), key=lambda c: (c.lineno, c.col_offset))
     local = _posargs_names(fn, param)
-    for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
-        assert isinstance(call.func, ast.Attribute)
-        if call.func.attr in ("chdir", "cd"):
-            first = call.args[0] if call.args else None
-            literal = isinstance(first, ast.Constant) and isinstance(first.value, str)
-            cwd = normalize(first.value, cwd) if literal and cwd is not None else None  # type: ignore[union-attr]
+    for call in calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == param:
+            if func.attr in ("chdir", "cd"):
+                first = call.args[0] if call.args else None
+                literal = isinstance(first, ast.Constant) and isinstance(first.value, str)
+                cwd = normalize(first.value, cwd) if literal and cwd is not None else None  # type: ignore[union-attr]
+            elif func.attr in ("run", "run_always"):
+                commands.append(NoxCommand(tuple(w for arg in call.args for w in _words(arg, param, local)), cwd))
             continue
-        commands.append(NoxCommand(tuple(w for arg in call.args for w in _words(arg, param, local)), cwd))
-    return NoxSession(name, default, tuple(commands))
+        handed = _handed(call, param)
+        if handed is None:
+            continue
+        helper = helpers.get(func.id) if isinstance(func, ast.Name) else None
+        inner = _parameter(helper, handed) if helper is not None else None
+        if helper is None or inner is None or depth >= MAX_HELPER_DEPTH:
+            unread.append(f"`{ast.unparse(func)}` is handed the nox session and is not read")
+            continue
+        cwd = _follow(helper, inner, cwd, helpers, commands, unread, depth + 1)
+    return cwd
+
+
+def _handed(call: ast.Call, param: str) -> int | str | None:
+    """Where `call` passes the session: its position, or the keyword; None when it does not."""
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Name) and arg.id == param:
+            return i
+    return next((k.arg for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id == param), None)
+
+
+def _parameter(fn: ast.FunctionDef, handed: int | str) -> str | None:
+    """The name `fn` knows the session by, passed at position or keyword `handed`."""
+    names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if isinstance(handed, int):
+        return names[handed] if handed < len(names) else None
+    return handed if handed in names or handed in [a.arg for a in fn.args.kwonlyargs] else None
 
 
 def _posargs_names(fn: ast.FunctionDef, param: str) -> dict[str, ast.expr]:
@@ -176,4 +209,11 @@ def _words(arg: ast.expr, param: str, local: dict[str, ast.expr] | None = None) 
             return [POSARGS]
         if isinstance(arg.value, (ast.List, ast.Tuple)):
             return [w for elt in arg.value.elts for w in _words(elt, param)]
+    if isinstance(arg, ast.JoinedStr):
+        # f"--cov-report=html:{path}": the option is known, its value only when the session runs.
+        text = "".join(
+            str(v.value) if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"  # type: ignore[attr-defined]
+            for v in arg.values
+        )
+        return [Word(text, known=False)]
     return [Word(ast.unparse(arg), known=False)]

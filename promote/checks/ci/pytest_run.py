@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from promote.checks.ci import selectors
+from promote.checks.ci.conftest_options import valued_options
 from promote.checks.ci.terms import RUN, RUNS, Decision, NodeId, Word, normalize, under, words
 from promote.core.pytest_ini import Ini, find_ini, read_ini
 
@@ -26,6 +27,11 @@ LONG_VALUE = {
     "--last-failed-no-failures", "--lfnf", "--deselect", "--ignore", "--ignore-glob", "--assert", "--show-capture",
     "--verbosity", "--doctest-glob", "--doctest-report", "--pdbcls", "--ds", "--dc", "--benchmark-json",
     "--benchmark-save", "--benchmark-storage", "--benchmark-sort", "--benchmark-group-by", "--benchmark-columns",
+}  # fmt: skip
+# Options whose value decides which tests run or how they are found (an unknown value leaves them undecided).
+SELECTING = {
+    "-k", "-m", "-c", "-p", "-o", "--config-file", "--rootdir", "--override-ini", "--ignore", "--ignore-glob",
+    "--deselect", "--confcutdir", "--import-mode", "--pyargs", "--group", "--splits", "--count",
 }  # fmt: skip
 OPTIONAL_VALUE = {"--cov"}  # nargs="?": it takes the next word when that is not an option
 NO_RUN = {
@@ -47,7 +53,8 @@ class _Scan:
         return found[-1] if found else None
 
 
-def _scan(args: tuple[Word, ...]) -> _Scan:
+def _scan(args: tuple[Word, ...], valued: frozenset[str] = frozenset()) -> _Scan:
+    """`args` as pytest parses them; `valued`: long options the repository adds that take a value."""
     scan = _Scan()
     i = 0
     only_positional = False
@@ -63,7 +70,11 @@ def _scan(args: tuple[Word, ...]) -> _Scan:
             name, eq, attached = t.partition("=")
             if eq:
                 scan.options.append((name, Word(attached, w.known)))
-            elif name in LONG_VALUE or (name in OPTIONAL_VALUE and i < len(args) and not args[i].text.startswith("-")):
+            elif (
+                name in LONG_VALUE
+                or name in valued
+                or (name in OPTIONAL_VALUE and i < len(args) and not args[i].text.startswith("-"))
+            ):
                 scan.options.append((name, args[i] if i < len(args) else None))
                 i += 1
             else:
@@ -118,12 +129,19 @@ class PytestRun:
         env_args: tuple[Word, ...] = ()
         if addopts_env is not None:
             env_args = words(*addopts_env.text.split()) if addopts_env.known else (addopts_env,)
-        scan = _scan((*words(*(ini.addopts if ini else ())), *env_args, *args))
+        every = (*words(*(ini.addopts if ini else ())), *env_args, *args)
+        scan = _scan(every)
         rootword = scan.value("--rootdir")
         rootdir = ini.directory if ini else cwd
         if rootword is not None and rootword.known:
             rootdir = normalize(rootword.text, cwd) or ""
-        for w in [w for w in scan.positional if not w.known] + [v for _, v in scan.options if v and not v.known]:
+        # The repository's conftest files add options of their own (`--run-optional no_jupyter`): pytest knows
+        # which take a value before it reads the command line, and so does the audit.
+        valued = valued_options(root, rootdir, _anchors(root, cwd, scan, ini))
+        scan = _scan(every, valued) if valued else scan
+        # An unknown value matters only to an option that selects tests (`-k $K`), not to `--cov-report=$X`.
+        choosing = [v for n, v in scan.options if v and not v.known and (n in SELECTING or n in valued)]
+        for w in [w for w in scan.positional if not w.known] + choosing:
             unreadable.append(f"`{w.text}` is not known before the job runs")
         unreadable += [UNREADABLE[f] for f in scan.flags if f in UNREADABLE]
         unreadable += [f"-o {v.text}" for n, v in scan.options if n in ("-o", "--override-ini") and v and _sel(v)]
@@ -210,6 +228,13 @@ class PytestRun:
 
 def _sel(value: Word) -> bool:
     return not value.known or value.text.split("=", 1)[0].strip() in ("addopts", "testpaths", "python_files")
+
+
+def _anchors(root: Path, cwd: str, scan: _Scan, ini: Ini | None) -> list[str]:
+    """The paths pytest starts from: the path arguments that exist, else its default ones."""
+    given = [normalize(w.text.partition("::")[0], cwd) for w in scan.positional if w.known]
+    found = [p for p in given if p is not None and (root / p).exists()]
+    return found or [p for p, _ in _default_paths(root, cwd, ini)]
 
 
 def _default_paths(root: Path, cwd: str, ini: Ini | None) -> list[tuple[str, str]]:

@@ -15,6 +15,8 @@ import re
 import shlex
 import shutil
 import sys
+import tempfile
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,9 @@ _HOLE = "__promote_unknown_{}__"
 _HOLES = re.compile(r"__promote_unknown_(\d+)__")
 _ENTERING = re.compile(r"^make(?:\[\d+\])?: Entering directory ['`](.*)'$")
 _LEAVING = re.compile(r"^make(?:\[\d+\])?: Leaving directory")
+_UNKNOWN_ENVS = "provided environments not found in configuration file"
+_MAKE_COUNTS = {"-j", "--jobs", "-l", "--load-average", "--max-load"}  # their number is optional
+_MAKE_VALUED = {"-C", "-f", "-I", "-o", "-W", "--directory", "--file", "--makefile", "--include-dir"}
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class Tools:
     collecting: bool = False
     noted: list[ToolCall] = field(default_factory=list)
     tox_said: dict[tuple[str, tuple[Word, ...]], dict[str, dict[str, str]]] = field(default_factory=dict)
+    hatch_shown: dict[str, tuple[str, str]] = field(default_factory=dict)  # directory -> (`env show --json`, why)
 
     def prefetch(self) -> None:
         """Ask tox once per directory and posargs for every environment the noted questions name."""
@@ -79,11 +85,26 @@ class Tools:
             if call.tool == "tox" and not isinstance(question, str) and question[0]:
                 groups.setdefault((call.cwd, question[1]), []).extend(question[0])
         for (cwd, posargs), envs in groups.items() if program is not None else ():
-            call = ToolCall("tox", "tox", cwd, ())
-            out, why = _ran(self.root, call, _tox_argv(program or "tox", list(dict.fromkeys(envs)), posargs))
-            # tox refuses the whole question for one environment it does not know: each is told so, rather than
-            # asked again one by one (a matrix of twenty entries would take twenty calls to learn the same).
-            self.tox_said[(cwd, posargs)] = _sections(out) if not why else {e: {"": why} for e in envs}
+            self.tox_said[(cwd, posargs)] = self._ask_tox(program or "tox", cwd, list(dict.fromkeys(envs)), posargs)
+
+    def _ask_tox(self, program: str, cwd: str, envs: list[str], posargs: tuple[Word, ...]) -> dict[str, dict[str, str]]:
+        """tox's sections for `envs`, asked in one call; each environment tox says it does not know is told so.
+
+        tox refuses the whole question for one environment it does not know, naming the ones it does not know:
+        those are set aside and the rest asked again (a matrix of twenty entries needs no twenty calls), so a job
+        whose environment tox knows is not refused for its neighbour's.
+        """
+        said: dict[str, dict[str, str]] = {}
+        call = ToolCall("tox", "tox", cwd, ())
+        while envs:
+            out, why = _ran(self.root, call, _tox_argv(program, envs, posargs), whole=True)
+            if not why:
+                return {**said, **_sections(out)}
+            unknown = [e for e in envs if e in why.split()] if _UNKNOWN_ENVS in why else []
+            for env in unknown or envs:
+                said[env] = {"": f"tox could not tell: {_UNKNOWN_ENVS}: {env}" if unknown else why[:320]}
+            envs = [e for e in envs if e not in said]
+        return said
 
     def ask(self, call: ToolCall) -> Answer:
         if self.collecting:
@@ -99,8 +120,15 @@ class Tools:
             if program is None:
                 self.asked[key] = Answer(why=f"{call.tool} is not installed where promote runs", missing=True)
             else:
-                self.asked[key] = {"tox": _tox, "make": _make, "hatch": _hatch}[call.tool](self.root, program, call)
+                asker = {"tox": _tox, "make": _make, "hatch": self._hatch}[call.tool]
+                self.asked[key] = asker(self.root, program, call)
         return self.asked[key]
+
+    def _hatch(self, root: Path, program: str, call: ToolCall) -> Answer:
+        """hatch's scripts for `call`: every environment is shown in one call per directory, asked once."""
+        if call.cwd not in self.hatch_shown:
+            self.hatch_shown[call.cwd] = _ran(root, call, [program, "env", "show", "--json"])
+        return _hatch(call, *self.hatch_shown[call.cwd])
 
     def _prefetched(self, call: ToolCall) -> Answer | None:
         """tox's answer from the one call `prefetch` made, when it named every environment `call` asks for."""
@@ -136,19 +164,27 @@ def _words(argv: Sequence[str], args: Sequence[Word]) -> tuple[Word, ...]:
     return tuple(out)
 
 
-def _ran(root: Path, call: ToolCall, argv: list[str]) -> tuple[str, str]:
-    """(stdout, "") of the question, or ("", why it failed)."""
-    try:
-        done = run_bounded(argv, cwd=root / call.cwd, timeout=TIMEOUT_S, die_with_promote=True)
-    except OSError as e:
-        return "", f"{call.tool} could not be started: {e}"
+def _ran(root: Path, call: ToolCall, argv: list[str], *, whole: bool = False) -> tuple[str, str]:
+    """(stdout, "") of the question, or ("", why it failed); `whole`: all the tool said from its error on."""
+    with tempfile.TemporaryDirectory(prefix="promote-ask-") as scratch:
+        if call.tool == "tox":
+            # To fill in `{envsitepackagesdir}` tox makes the environment: in a scratch directory, not the
+            # checkout, and without fetching interpreters (uv would try the network for each one it lacks).
+            argv = [*argv[:2], "--workdir", scratch, *argv[2:]]
+        # The CI's tox is not told the settings of whoever runs promote (TOXENV, TOX_*).
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TOX_", "TOXENV"))}
+        env.update(UV_OFFLINE="1", UV_PYTHON_DOWNLOADS="never", VIRTUALENV_DOWNLOAD="0")
+        try:
+            done = run_bounded(argv, cwd=root / call.cwd, timeout=TIMEOUT_S, env=env, die_with_promote=True)
+        except OSError as e:
+            return "", f"{call.tool} could not be started: {e}"
     if done.status is None:
         return "", f"{call.tool} did not answer within {TIMEOUT_S:g} s"
     if not done.ok:
         # tox and make say what went wrong on either stream: the last line that says anything.
         said = [line.strip() for line in (done.stderr + "\n" + done.stdout).splitlines() if line.strip()]
         error = next((i for i, line in enumerate(said) if "error" in line.lower()), max(0, len(said) - 1))
-        shown = " ".join(said[error : error + 3])[:300] if said else done.reason
+        shown = (" ".join(said[error:]) if whole else " ".join(said[error : error + 3])[:300]) if said else done.reason
         return "", f"{call.tool} could not tell: {shown}"
     return done.stdout[:MAX_OUTPUT], ""
 
@@ -236,15 +272,42 @@ def _relative(root: Path, path: str) -> str | None:
     return "" if str(rel) == "." else rel.as_posix()
 
 
+def _make_args(args: Sequence[Word]) -> tuple[list[str], list[str]] | None:
+    """(make's arguments for a dry run, the targets among them): targets, variables and the options that say
+    where and which Makefile; the job count (`-j $(nproc)`) left out. None when a target is only known when the
+    job runs."""
+    argv: list[str] = []
+    targets: list[str] = []
+    rest = deque(args)
+    while rest:
+        word = rest.popleft()
+        if word.text in _MAKE_COUNTS:
+            if rest and (not rest[0].known or rest[0].text.isdigit()):
+                rest.popleft()
+        elif not word.known:
+            return None
+        elif word.text in _MAKE_VALUED:
+            if not rest or not rest[0].known:
+                return None
+            argv += [word.text, rest.popleft().text]
+        elif word.text.startswith(("--directory=", "--file=", "--makefile=")):
+            argv.append(word.text)
+        elif not word.text.startswith("-"):
+            argv.append(word.text)
+            targets += [] if "=" in word.text else [word.text]
+    return argv, targets
+
+
 def _make(root: Path, program: str, call: ToolCall) -> Answer:
-    args = [a for a in call.args if a.known and not a.text.startswith("-") and "=" not in a.text]
-    if any(not a.known for a in call.args):
+    read = _make_args(call.args)
+    if read is None:
         return Answer(why="the make target is only known when the job runs")
-    out, why = _ran(root, call, [program, "--dry-run", "--no-print-directory", *(a.text for a in args)])
+    args, targets = read
+    out, why = _ran(root, call, [program, "--dry-run", "--no-print-directory", *args])
     if why:
         return Answer(why=why)
     runs: list[tuple[str, Invocation]] = []
-    target = " ".join(a.text for a in args) or "its default target"
+    target = " ".join(targets) or "its default target"
     for line in out.splitlines():
         if _ENTERING.match(line) or _LEAVING.match(line) or not line.strip():
             continue
@@ -253,13 +316,13 @@ def _make(root: Path, program: str, call: ToolCall) -> Answer:
     return Answer(tuple(runs)) if runs else Answer(why=f"make {target} runs no command")
 
 
-def _hatch(root: Path, program: str, call: ToolCall) -> Answer:
+def _hatch(call: ToolCall, out: str, why: str) -> Answer:
+    """The commands of the script `call` names, from what `hatch env show --json` said (`out`, or `why` not)."""
     args = list(call.args)
     if not args or not args[0].known:
         shown = args[0].text if args else ""
         return Answer(why=f"the hatch script `{shown}` is only known when the job runs")
     env, _, script = args[0].text.rpartition(":")
-    out, why = _ran(root, call, [program, "env", "show", "--json"])
     if why:
         return Answer(why=why)
     try:

@@ -11,7 +11,8 @@ from typing import Any
 import yaml
 
 from promote.checks.ci import bounded_yaml, schema
-from promote.checks.ci.expr import Truth, evaluate_if, evaluate_value
+from promote.checks.ci.composite import composite_steps
+from promote.checks.ci.expr import EXPRESSION, Truth, evaluate_if, evaluate_value
 from promote.checks.ci.terms import WORKSPACE, normalize
 from promote.checks.ci.triggers import Event, Trigger, read_on
 
@@ -20,7 +21,6 @@ ON_PUSH = Trigger((Event("push"),), True)
 MAX_COMBINATIONS = 256
 _MATRIX_REF = re.compile(r"\$\{\{\s*matrix((?:\.[\w-]+)+)\s*\}\}")
 _WORKSPACE_REF = re.compile(r"\$\{\{\s*github\.workspace\s*\}\}")
-_EXPRESSION = re.compile(r"\$\{\{(?:[^}']|'(?:[^']|'')*'|\}(?!\}))*\}\}")
 
 
 @dataclass(frozen=True)
@@ -184,13 +184,13 @@ def _steps(
     for step in raw if isinstance(raw, list) else []:
         if not isinstance(step, dict):
             continue
-        step_env = {**env, **_mapping(step.get("env"))}
+        step_env = {**env, **_mapping(_substitute(step.get("env"), combo))}  # `env: ${{ matrix.env }}` too
         condition = evaluate_if(step.get("if"), repo, combo, events)
         if outer is not None and (outer.value is False or (outer.value is None and condition.value is not False)):
             condition = outer
         uses = step.get("uses")
         if isinstance(uses, str) and uses.startswith("./"):
-            action = _composite(root, uses)
+            action = composite_steps(root, uses, _substitute(step.get("with"), combo))
             out.extend(_steps(root, action, combo, step_env, defaults, repo, condition, events))
             continue
         script = step.get("run")
@@ -205,21 +205,6 @@ def _steps(
         values["GITHUB_WORKSPACE"] = WORKSPACE
         out.append(Step(text, cwd, tuple(values.items()), condition, opaque))
     return out
-
-
-def _composite(root: Path, uses: str) -> object:
-    """The steps of a local composite action (`uses: ./path`), or nothing."""
-    base = normalize(uses.split("@")[0])
-    for name in ("action.yml", "action.yaml"):
-        path = root / (base or ".") / name
-        if path.is_file():
-            try:
-                data = bounded_yaml.load(path.read_text())
-            except (OSError, yaml.YAMLError):
-                return []
-            runs = data.get("runs") if isinstance(data, dict) else None
-            return runs.get("steps") if isinstance(runs, dict) else []
-    return []
 
 
 def _combinations(strategy: object) -> list[dict[str, Any]] | str:
@@ -294,7 +279,7 @@ def _substitute(value: Any, combo: dict[str, Any] | None) -> Any:
         if whole and isinstance(found := _lookup(combo, whole.group(1)), (list, dict)):
             return found
         value = _MATRIX_REF.sub(lambda m: _text(_lookup(combo, m.group(1))), value)
-        return _EXPRESSION.sub(lambda m: _evaluated(m.group(0), combo), value) if "${{" in value else value
+        return EXPRESSION.sub(lambda m: _evaluated(m.group(0), combo), value) if "${{" in value else value
     if isinstance(value, list):
         return [_substitute(v, combo) for v in value]
     if isinstance(value, dict):
