@@ -142,6 +142,23 @@ def test_the_self_hosted_macos_job_is_reported_unreachable_once(mlx_lm: dict[str
     assert len(_findings(mlx_lm["audit"], "ci-filtered")) <= 3
 
 
+def test_the_page_says_how_many_of_the_repositorys_tests_a_package_and_ci_run(mlx_lm: dict[str, Any]) -> None:
+    audit = mlx_lm["audit"]
+    inventory = audit["inventory"]
+    # The snapshot's one test tree, collected as pytest would, is the one its package runs: nothing unowned.
+    assert [r["path"] for r in inventory["roots"]] == ["tests"] and inventory["packaged"] == inventory["total"]
+    assert inventory["total"] >= 200 and not _findings(audit, "unowned-tests")
+    tested = audit["gates"]["tested"]["evidence"]
+    assert f"all {inventory['total']:,} tests in the repository are run by a package" in tested, tested
+    # Its only CI job is the self-hosted macOS one this repository cannot reach: CI runs none of them, in numbers.
+    details = audit["gates"]["tested"]["details"]
+    counted = [re.fullmatch(r"(\d+) job\(s\) run (\d+) of (\d+) test ids", line) for line in details]
+    [(jobs, run, of)] = [m.groups() for m in counted if m is not None]
+    # Every test id of the repository is counted (a module that cannot be collected is one id more).
+    assert (jobs, run) == ("0", "0") and int(of) >= inventory["total"], details
+    assert any(line.startswith("CI: ") and f"of {of} test ids" in line for line in tested), tested
+
+
 def test_findings_fit_on_a_screen(mlx_lm: dict[str, Any]) -> None:
     for command in ("test", "audit"):
         assert len(mlx_lm[command]["findings"]) <= 40, Counter(f["check"] for f in mlx_lm[command]["findings"])

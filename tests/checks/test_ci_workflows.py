@@ -449,3 +449,12 @@ def test_a_repository_script_whose_shebang_gives_the_shell_flags_is_followed(tmp
         script = {"scripts/test": f'{shebang}\nset -x\npytest tests "$@"\n'}
         report = survey(root, {"ci.yml": MATRIX_ON + job}, script)
         assert (report.run, [n.test for n in report.not_run]) == (2, ["packages/x/tests/test_x.py::test_x"]), shebang
+
+
+def test_a_top_level_description_is_ignored_as_github_ignores_it(tmp_path: Path) -> None:
+    report = survey(tmp_path, {"ci.yml": "name: ci\ndescription: 'what it does'\n" + MATRIX_ON + JOB})
+
+    assert (report.run, report.problems, report.findings) == (3, (), ())
+    # Any other stray key is still the typo it usually is.
+    typo = survey(tmp_path / "typo", {"ci.yml": "name: ci\ndescripton: 'what it does'\n" + MATRIX_ON + JOB})
+    assert "ci-workflow-invalid" in [f.check for f in typo.findings] and typo.run == 0

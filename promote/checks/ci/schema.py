@@ -25,15 +25,30 @@ GITHUB_ACCEPTS = (
 )
 
 
+# Keys GitHub ignores where the schema refuses them: (JSON pointer of the schema node, "" for the root; the key).
+GITHUB_IGNORES = (
+    # A top-level `description:` (an action's key, often copied into workflows): such workflows run, and GitHub
+    # does not show the key anywhere (anthropics/claude-code#61761, ruby-git/ruby-git#1755).
+    ("", "description"),
+)
+
+
 @lru_cache(maxsize=1)
 def _validator() -> Any:
     schema = json.loads(files("promote").joinpath(SCHEMA_FILE).read_text("utf-8"))
     for pointer, key in GITHUB_ACCEPTS:
-        node = schema
-        for step in pointer.split("/"):
-            node = node[step]
+        node = _node(schema, pointer)
         node["required"] = [k for k in node.get("required", []) if k != key]
+    for pointer, key in GITHUB_IGNORES:
+        _node(schema, pointer).setdefault("properties", {})[key] = {}
     return jsonschema.validators.validator_for(schema)(schema)
+
+
+def _node(schema: dict[str, Any], pointer: str) -> dict[str, Any]:
+    node = schema
+    for step in pointer.split("/") if pointer else ():
+        node = node[step]
+    return node
 
 
 def workflow_data(data: dict[Any, Any]) -> dict[Any, Any]:
