@@ -77,7 +77,11 @@ COMMANDS = {
         "history",
         "List recent runs with what changed, or show one run; --tests and --test tell each test's story.",
     ),
-    "init": Lazy("release", "init", "Write a starter promote.toml from this repository's remotes and branches."),
+    "init": Lazy(
+        "release",
+        "init",
+        "Write a starter promote.toml from this repository's remotes and branches, proposing its test packages.",
+    ),
     "merge": Lazy("release", "merge", "Verify afresh, then fast-forward trunk on every mirror (never forced)."),
     "stations": Lazy(
         "testing",
