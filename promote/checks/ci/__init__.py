@@ -159,24 +159,11 @@ def survey_ci(
         if not jobs and not problems:
             undecided.append(UndecidedTest(raw, Reason("no-workflows")))
             continue
-        test = NodeId.parse(raw)
-        reasons: list[Reason] = []
-        for index, p in enumerate(testing):
-            reason = p.decide(test, root)
-            if reason is None:
-                run_by[index].append(raw)
-                job_of.setdefault(raw, p.label)
-            else:
-                reasons.append(reason)
-        if len(reasons) < len(testing):
-            continue
-        maybe = [r for r in reasons if not r.drops]
-        if maybe:
-            undecided.append(UndecidedTest(raw, maybe[0]))
-            continue
-        filters = tuple(dict.fromkeys(r for r in reasons if r.kind != "outside"))
-        left = NotRun(raw, filters or (Reason("no-command" if reasons else "no-test-job"),))
-        (not_run if raw in ran else unowned).append(left)
+        fate = _fate(raw, testing, root, run_by, job_of)
+        if isinstance(fate, UndecidedTest):
+            undecided.append(fate)
+        elif fate is not None:
+            (not_run if raw in ran else unowned).append(fate)
     findings = [
         Finding("ci-workflow-invalid", "error", p.source, p.message, location=Location(p.source, p.line))
         for p in problems
@@ -196,6 +183,28 @@ def survey_ci(
         unowned=tuple(unowned),
         job_of=job_of,
     )
+
+
+def _fate(
+    raw: str, testing: Sequence[JobPlan], root: Path, run_by: dict[int, list[str]], job_of: dict[str, str]
+) -> NotRun | UndecidedTest | None:
+    """None when some job runs the test (noted in `run_by` and `job_of`); else why it is not run, or may not be."""
+    test = NodeId.parse(raw)
+    reasons: list[Reason] = []
+    for index, p in enumerate(testing):
+        reason = p.decide(test, root)
+        if reason is None:
+            run_by[index].append(raw)
+            job_of.setdefault(raw, p.label)
+        else:
+            reasons.append(reason)
+    if len(reasons) < len(testing):
+        return None
+    maybe = [r for r in reasons if not r.drops]
+    if maybe:
+        return UndecidedTest(raw, maybe[0])
+    filters = tuple(dict.fromkeys(r for r in reasons if r.kind != "outside"))
+    return NotRun(raw, filters or (Reason("no-command" if reasons else "no-test-job"),))
 
 
 def outcome(r: CIReport) -> CIOutcome:

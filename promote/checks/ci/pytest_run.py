@@ -116,16 +116,7 @@ class PytestRun:
     def parse(cls, args: tuple[Word, ...], *, text: str, cwd: str, root: Path, addopts_env: Word | None) -> PytestRun:
         """Read `pytest ARGS` run in repo-relative `cwd` of the checkout at `root`."""
         unreadable: list[str] = []
-        cli = _scan(args)
-        config_word = cli.value("-c", "--config-file")
-        ini: Ini | None
-        if config_word is not None and config_word.known:
-            config_path = normalize(config_word.text, cwd)
-            ini = read_ini(root, config_path) if config_path is not None else None
-            if ini is None:
-                unreadable.append(f"-c {config_word.text} cannot be read")
-        else:
-            ini = find_ini(root, cwd, [normalize(w.text.partition("::")[0], cwd) for w in cli.positional if w.known])
+        ini = _configuration(args, cwd, root, unreadable)
         env_args: tuple[Word, ...] = ()
         if addopts_env is not None:
             env_args = words(*addopts_env.text.split()) if addopts_env.known else (addopts_env,)
@@ -145,16 +136,9 @@ class PytestRun:
             unreadable.append(f"`{w.text}` is not known before the job runs")
         unreadable += [UNREADABLE[f] for f in scan.flags if f in UNREADABLE]
         unreadable += [f"-o {v.text}" for n, v in scan.options if n in ("-o", "--override-ini") and v and _sel(v)]
-        paths = [(normalize(w.text.partition("::")[0], cwd), w.text) for w in scan.positional if w.known]
-        selected: list[tuple[str, str]] = []
-        for rel, shown in paths:
-            node = shown.partition("::")[2]
-            if rel is None or not (root / rel).exists():
-                unreadable.append(f"`{shown}` is not a path in the repository")
-            else:
-                selected.append((f"{rel}::{node}" if node else rel, shown))
-        if not scan.positional:
-            selected = _default_paths(root, cwd, ini)
+        selected = (
+            _selected(scan.positional, cwd, root, unreadable) if scan.positional else _default_paths(root, cwd, ini)
+        )
 
         def rel_values(*names: str) -> tuple[tuple[str, str], ...]:
             out = []
@@ -224,6 +208,33 @@ class PytestRun:
         except selectors.Unsupported as e:
             return Decision("undecided", str(e))
         return RUNS
+
+
+def _configuration(args: tuple[Word, ...], cwd: str, root: Path, unreadable: list[str]) -> Ini | None:
+    """The pytest configuration the command reads: `-c FILE`, or the one pytest finds from its paths and `cwd`."""
+    cli = _scan(args)
+    config_word = cli.value("-c", "--config-file")
+    if config_word is None or not config_word.known:
+        return find_ini(root, cwd, [normalize(w.text.partition("::")[0], cwd) for w in cli.positional if w.known])
+    config_path = normalize(config_word.text, cwd)
+    ini = read_ini(root, config_path) if config_path is not None else None
+    if ini is None:
+        unreadable.append(f"-c {config_word.text} cannot be read")
+    return ini
+
+
+def _selected(positional: list[Word], cwd: str, root: Path, unreadable: list[str]) -> list[tuple[str, str]]:
+    """(repo-relative path or node id, as written) for each known path word that names something in the checkout."""
+    selected: list[tuple[str, str]] = []
+    for w in positional:
+        if not w.known:
+            continue
+        rel, node = normalize(w.text.partition("::")[0], cwd), w.text.partition("::")[2]
+        if rel is None or not (root / rel).exists():
+            unreadable.append(f"`{w.text}` is not a path in the repository")
+        else:
+            selected.append((f"{rel}::{node}" if node else rel, w.text))
+    return selected
 
 
 def _sel(value: Word) -> bool:
