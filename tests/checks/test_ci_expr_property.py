@@ -37,3 +37,6 @@ def test_a_hostile_nesting_is_unreadable_not_a_recursion_error() -> None:
     for text in ("(" * 5000 + "true" + ")" * 5000, "!" * 20000 + "true", "matrix" + "[0]" * 3000):
         truth = evaluate_if(text, None, {})
         assert truth.value is None and "nested deeper" in truth.why
+    # One string token can hold a hostile document for fromJSON: read by the bounded JSON reader, never recursed.
+    deep = evaluate_if("fromJSON('" + "[" * 100_000 + "')", None, {})
+    assert deep.value is None and "nested deeper" in deep.why, deep

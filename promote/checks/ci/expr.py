@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from promote.core import bounded_json
+
 _TOKEN = re.compile(
     r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>-?\d+(?:\.\d+)?)|(?P<op>==|!=|<=|>=|&&|\|\||[!<>(),\[\].*])"
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_-]*))"
@@ -159,9 +161,9 @@ def _function(name: str, args: list[Value]) -> Value:
         return {"contains": needle in hay, "startsWith": hay.startswith(needle), "endsWith": hay.endswith(needle)}[name]
     if name == "fromJSON" and len(args) == 1 and isinstance(args[0], str):
         try:
-            loaded = json.loads(args[0])
-        except ValueError:
-            return _Unknown(f"fromJSON({args[0]!r}) is not JSON")
+            loaded = bounded_json.loads(args[0])
+        except bounded_json.JsonRejected as e:
+            return _Unknown(f"fromJSON({args[0][:80]!r}) is not read: {e}")
         return float(loaded) if isinstance(loaded, int) and not isinstance(loaded, bool) else loaded
     if name == "format" and args and isinstance(args[0], str):
         text = args[0]

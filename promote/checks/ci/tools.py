@@ -9,7 +9,6 @@ A tool that is not installed where promote runs is said to be so, once per tool,
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -24,6 +23,7 @@ from typing import Literal
 
 from promote.checks.ci.shell import Invocation, invocations
 from promote.checks.ci.terms import Word
+from promote.core import bounded_json
 from promote.core.process import run_bounded
 
 Tool = Literal["tox", "make", "hatch"]
@@ -326,12 +326,12 @@ def _hatch(call: ToolCall, out: str, why: str) -> Answer:
     if why:
         return Answer(why=why)
     try:
-        shown = json.loads(out)
-    except ValueError:
-        return Answer(why="hatch env show --json did not print JSON")
-    envs = {
+        said = bounded_json.loads(out)
+    except bounded_json.JsonRejected as e:
+        return Answer(why=f"hatch env show --json did not print JSON that can be read: {e}")
+    envs: dict[str, bounded_json.Json] = {
         name: table.get("scripts", {})
-        for name, table in (shown.items() if isinstance(shown, dict) else ())
+        for name, table in (said.items() if isinstance(said, dict) else ())
         if isinstance(table, dict) and (name == (env or "default") or name.startswith(f"{env or 'default'}."))
     }
     extra = args[1:]
