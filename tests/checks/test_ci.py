@@ -467,3 +467,12 @@ def test_a_module_pytest_could_not_collect_is_still_run_by_unittest_discovery(tm
 
     assert (outcome.status, outcome.reason) == ("pass", "CI runs all 2 test ids")
     assert outcome.findings == ()
+
+
+def test_a_noxfile_nested_too_deep_for_pythons_parser_is_unread_not_a_traceback(tmp_path: Path) -> None:
+    from promote.checks.ci.nox import Noxfile
+
+    (tmp_path / "noxfile.py").write_text(
+        "import nox\n@nox.session\ndef t(session):\n    session.run(" + "-" * 50_000 + "1)\n"
+    )
+    assert Noxfile.read(tmp_path, "noxfile.py") == "noxfile.py cannot be read: nested too deep for Python's parser"

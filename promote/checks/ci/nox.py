@@ -56,6 +56,9 @@ class Noxfile:
             return f"{rel} does not exist"
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as e:
             return f"{rel} cannot be read: {e}"
+        except (RecursionError, MemoryError):
+            # CPython's own parser gives up on expressions nested thousands deep (`------1`): not a noxfile nox runs.
+            return f"{rel} cannot be read: nested too deep for Python's parser"
         base = posixpath.dirname(rel)
         sessions = []
         defaults: tuple[str, ...] | None = None
