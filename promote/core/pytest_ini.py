@@ -108,6 +108,9 @@ def parse_config(name: str, data: bytes, directory: str = "") -> Ini | None:
             document = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise PytestConfigError(f"{name}: not valid TOML: {e}") from None
+        except RecursionError:
+            # tomllib recurses into nested arrays and inline tables, as the config loader and declared.py say too.
+            raise PytestConfigError(f"{name}: not valid TOML: nested too deep to read") from None
         if name == "pyproject.toml":
             return _from_toml(directory, document)
         return _from_table(directory, document.get("pytest"))

@@ -86,3 +86,9 @@ def test_pytest_toml_counts_even_empty_and_reads_its_pytest_table() -> None:
         "d", ("-x",), ("t",)
     )
     assert parse_config(".pytest.toml", b"pytest = 3\n", "d") == Ini("d")
+
+
+def test_arrays_nested_too_deep_for_tomllib_are_the_typed_error() -> None:
+    data = b"[tool.pytest.ini_options]\naddopts = " + b"[" * 5000 + b"]" * 5000 + b"\n"
+    with pytest.raises(PytestConfigError, match="nested too deep"):
+        parse_config("pyproject.toml", data)
