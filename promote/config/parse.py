@@ -10,6 +10,7 @@ from typing import Any
 
 from promote.config.accel_parse import accelerations
 from promote.config.pagepath import path_problem
+from promote.config.remote_names import REMOTE_NAME_RULE, remote_name_ok
 from promote.config.settings import DEFAULT_TEST_PATHS as DEFAULT_TEST_PATHS
 from promote.config.settings import (
     PACKAGE_NAME,
@@ -27,6 +28,8 @@ from promote.config.settings import (
 from promote.config.tables import TableReader
 from promote.core.policies import CONFIGURABLE_LEAK_POLICIES, REPORT
 from promote.core.station import Station
+
+LOCAL_STATION = "local"  # in a package's `stations`: this machine
 
 
 def _is_str(v: object) -> bool:
@@ -47,22 +50,6 @@ def _is_bool(v: object) -> bool:
 
 def _is_repo_name(v: object) -> bool:
     return isinstance(v, str) and v.count("/") == 1 and all(part.strip() for part in v.split("/"))
-
-
-REMOTE_NAME_RULE = (
-    "a name git can use for a remote (no space, control character, ~ ^ : ? * [ \\, `..`, `@{`, leading - or .,"
-    " or .lock) that shows as itself on the page (no | or backtick)"
-)
-# What git's check-ref-format refuses in a remote's name (it becomes refs/promote/mirrors/NAME/...), and what
-# would break out of a table cell or code span on the evidence page.
-_BAD_REMOTE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\|`]|\.\.|@\{|//|^[-/]|/$|^@$")
-
-
-def remote_name_ok(name: str) -> bool:
-    """Whether `name` is a git remote name that promote can fetch into its own refs and show as written."""
-    if not name or _BAD_REMOTE.search(name):
-        return False
-    return all(part and not part.startswith(".") and not part.endswith((".lock", ".")) for part in name.split("/"))
 
 
 def _int_in(low: int, high: int) -> Callable[[object], bool]:
@@ -198,7 +185,19 @@ class Parser(TableReader):
             tbl = self.table(
                 item,
                 where,
-                {"name", "path", "workers", "leaks", "station", "python", "args", "env", "timeout_s", "serial"},
+                {
+                    "name",
+                    "path",
+                    "workers",
+                    "leaks",
+                    "station",
+                    "stations",
+                    "python",
+                    "args",
+                    "env",
+                    "timeout_s",
+                    "serial",
+                },
             )
             name = self.required(tbl, "name", where, PACKAGE_NAME_RULE)
             if not PACKAGE_NAME.fullmatch(name):
@@ -218,6 +217,7 @@ class Parser(TableReader):
                     f"a station under [{self.prefix}.stations] ({known})",
                     station,
                 )
+            fleet = self.fleet(tbl, where, station, station_names)
             out.append(
                 PackageConfig(
                     name=name,
@@ -225,6 +225,7 @@ class Parser(TableReader):
                     workers=self.get(tbl, "workers", where, _is_workers, "an integer from 1 to 256", 1),
                     leaks=leaks,
                     station=station,
+                    stations=fleet,
                     python=self.get(tbl, "python", where, _is_str, "a path to a python interpreter", None),
                     args=tuple(self.get(tbl, "args", where, _is_str_list, "a list of pytest arguments", [])),
                     env=tuple(
@@ -235,6 +236,22 @@ class Parser(TableReader):
                 )
             )
         return tuple(out)
+
+    def fleet(self, tbl: Mapping[str, Any], where: str, station: str | None, names: set[str]) -> tuple[str, ...]:
+        """A package's `stations`: configured stations (or "local", this machine), each once; not with `station`."""
+        known = ", ".join(sorted(names | {LOCAL_STATION}))
+        rule = f"a list of station names ({known}), each once"
+        fleet = self.get(tbl, "stations", where, _is_str_list, rule, [])
+        if "stations" in tbl and (not fleet or len(set(fleet)) != len(fleet)):
+            raise self.fail(f"{where}.stations", rule, fleet)
+        for name in fleet:
+            if name != LOCAL_STATION and name not in names:
+                raise self.fail(f"{where}.stations", rule, name)
+        if fleet and station is not None:
+            raise self.fail(
+                f"{where}.station", "no `station` beside `stations` (a fleet of one is stations = [NAME])", station
+            )
+        return tuple(fleet)
 
     def station(self, name: str, tbl: Mapping[str, Any], where: str) -> Station:
         """What a configured station has, and its ssh destination."""
@@ -269,6 +286,7 @@ class Parser(TableReader):
                     "workdir",
                     "ssh_options",
                     "sync",
+                    "workers",
                 },
             )
             sync = self.get(tbl, "sync", where, _is_str, '"git" or "rsync"', "git")
@@ -290,6 +308,7 @@ class Parser(TableReader):
                     workdir=self.get(tbl, "workdir", where, _is_str, "a directory on the station", None),
                     ssh_options=tuple(self.get(tbl, "ssh_options", where, _is_str_list, "a list of ssh arguments", [])),
                     sync=sync,
+                    workers=self.get(tbl, "workers", where, _is_workers, "an integer from 1 to 256", None),
                 )
             )
         return tuple(out)

@@ -29,6 +29,8 @@ class PackageConfig:
     workers: int = 1
     leaks: str = REPORT  # the first pass sees what plain pytest sees
     station: str | None = None
+    # A fleet: one pytest session over these stations' workers ("local" is this machine); () runs on `station`.
+    stations: tuple[str, ...] = ()
     python: str | None = None
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
@@ -58,6 +60,7 @@ class StationConfig:
     workdir: str | None = None
     ssh_options: tuple[str, ...] = ()
     sync: str = "git"
+    workers: int | None = None  # a fleet's workers on this station (None: the package's `workers`)
 
     @property
     def name(self) -> str:

@@ -21,7 +21,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -213,11 +213,13 @@ class PackageRun:
         leaks: str,
         extra: tuple[str, ...] = (),
         station: Path | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.pkg, self.out_dir, self.python, self.leaks, self.extra, self.station = (
             pkg, out_dir, python, leaks, extra, station
         )  # fmt: skip
-        self.env = environment(pkg, python)
+        # `env`: set over the package's environment (a fleet's controller takes the package's args this way).
+        self.env = {**environment(pkg, python), **(env or {})}
         self.started = time.monotonic()
         self.own = own_options(pkg.path, pkg.args, self.env)
         # More than one worker needs xdist: promote test refuses that before anything starts (runners.suite).

@@ -12,7 +12,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Set
+from collections.abc import Callable, Mapping, Set
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -31,6 +31,7 @@ from promote.runners.causes import hidden
 from promote.runners.causes.budget import Budget
 from promote.runners.causes.investigate import StepCallback, investigate
 from promote.runners.configuration import own_options, rootdir_of
+from promote.runners.fleet.run import run_fleet
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.records import write_atomic
@@ -246,7 +247,7 @@ def start_local(plan: Plan, live: _Live) -> dict[int, runner.PackageRun]:
     """Start the first local packages, one per slot, before anything else: their pytest starts up meanwhile."""
     launched: dict[int, runner.PackageRun] = {}
     for i, pkg in enumerate(plan.packages):
-        if len(launched) < plan.slots and plan.station_of(i) is None:
+        if len(launched) < plan.slots and plan.station_of(i) is None and not plan.packages[i].stations:
             launched[i] = start(pkg, plan.run_dir)
             live.add(launched[i])
     return launched
@@ -282,6 +283,7 @@ def follow_all(
                 started=launched.get(i),
                 live=live,
                 rootdir=rootdir_of(plan.config.root, plan.packages[i].path),
+                stations={s.name: s for s in plan.config.stations},
             )
             for i in order
         }
@@ -305,6 +307,7 @@ def run_one(
     started: runner.PackageRun | None = None,
     live: _Live | None = None,
     rootdir: Rootdir | None = None,
+    stations: Mapping[str, StationConfig] | None = None,
 ) -> PackageResult:
     """Run one package (or follow it to its end, when `started`) and summarize what it did.
 
@@ -313,6 +316,9 @@ def run_one(
     if remote_station is not None:
         # Same pytest command and plugin, run there over ssh; results come back into run_dir as a local run's.
         return remote.run_remote(pkg, remote_station, run_dir, on_progress, rootdir=rootdir)
+    if pkg.stations:
+        on_start = live.add if live is not None else None
+        return run_fleet(pkg, stations or {}, run_dir, station, on_progress, rootdir=rootdir, on_start=on_start)
     run = started
     if run is None:
         run = start(pkg, run_dir)

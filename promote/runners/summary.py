@@ -101,6 +101,11 @@ class PackageResult:
     configuration: Configuration | None = None  # the rootdir and ini file pytest chose (None: not read)
     deselected: tuple[str, ...] = ()  # collected and left out by its own options (-k, -m, --deselect): never run
     unrun: tuple[str, ...] = ()  # collected to run and never started: pytest stopped first (--maxfail, -x, a death)
+    worker_stations: tuple[tuple[str, str], ...] = ()  # over a fleet: each xdist worker and the station it ran on
+
+    def ran_on(self, test: TestRecord) -> str | None:
+        """The station `test` ran on, over a fleet (None for a package run on one station)."""
+        return dict(self.worker_stations).get(test.worker)
 
     def locate(self, nodeid: str, line: int | None = None) -> Location | None:
         """Where the file of one of its node ids is, relative to the repository root."""
@@ -187,7 +192,14 @@ class PackageResult:
             # What pytest read, relative to the repository root: None for no ini file (or not recorded).
             "inifile": self.configuration.inifile if self.configuration is not None else None,
             "rootdir": str(self.rootdir.path) if self.recorded and self.rootdir is not None else None,
+            # Over a fleet: the station each test ran on (a test that crashed there too).
+            "placement": self.placement() if self.worker_stations else None,
         }
+
+    def placement(self) -> dict[str, str]:
+        stations = dict(self.worker_stations)
+        placed = {t.nodeid: stations.get(t.worker, t.worker) for t in self.tests if t.parent is None}
+        return placed
 
 
 def crashed_tests(out_dir: Path) -> list[tuple[str, str]]:

@@ -18,6 +18,7 @@ import pytest
 
 from promote.core.policies import LEAK_POLICIES, REPORT
 from promote.core.station import Station, read_station
+from promote.runners.plugin.fleet_worker import fleet_input
 from promote.runners.plugin.items import OWN_DESELECTED, REQUIREMENTS, SERIAL_LEFT, note_raised_at, requirements_of
 from promote.runners.plugin.shown_ids import SHOWN, shown_id, shown_ids
 
@@ -65,6 +66,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the station these tests run on (JSON, as `promote stations --json` shows one); a test whose "
         "`requires` marker names something it lacks is skipped, naming what. Read when a test first declares "
         "a requirement (waiting for FILE to appear: promote writes it while pytest starts)",
+    )
+    group.addoption(
+        "--promote-fleet",
+        metavar="FILE",
+        default=None,
+        help="run over the fleet FILE describes (JSON written by promote: each --tx worker's station, the "
+        "stations' inventories): each test only where its requirements are met, records in xdist's channel",
     )
     _add_selection_options(group)
 
@@ -121,6 +129,8 @@ def worker_id(config: pytest.Config) -> str | None:
     return str(config.getoption("promote_worker", default=None) or "main")
 
 
+# Last, after pytest-xdist has made its session: a fleet's controller replaces it (fleet_controller).
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -137,14 +147,34 @@ def pytest_configure(config: pytest.Config) -> None:
         # The controller and every worker: none may outlive the promote that reads their records.
         exit_with_parent()
     worker = worker_id(config)
+    if out is not None and config.getoption("promote_fleet", default=None) and worker is None:
+        from promote.runners.plugin import fleet_controller
+
+        fleet_controller.configure(config, Path(out))
     if out is None or worker is None:
         return
     # Imported here so that a run without --promote-out pays nothing for the plugin.
     from promote.runners.plugin.recorder import Recorder
 
     leaks = str(config.getoption("promote_leaks", default=REPORT))
-    recorder = Recorder(config, Path(out).resolve(), worker, leaks)
+    given = fleet_input(config)
+    outbox: list[str] | None = None
+    if given is not None:
+        from promote.runners.plugin import fleet_worker
+
+        outbox = []
+        config.stash[STATION] = fleet_worker.station(given)
+        config.pluginmanager.register(fleet_worker.Relay(config, out_dir(config), worker, outbox))
+    recorder = Recorder(config, out_dir(config), worker, leaks, outbox)
     config.pluginmanager.register(recorder, RECORDER)
+
+
+def out_dir(config: pytest.Config) -> Path:
+    """Where this process writes its records: `--promote-out`, or a fleet's worker's own scratch directory."""
+    given = fleet_input(config)
+    if given is not None:
+        return Path(given["scratch"]).resolve()
+    return Path(config.getoption("promote_out")).resolve()
 
 
 def station_of(config: pytest.Config) -> Station | None:
@@ -234,7 +264,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         from promote.runners.plugin.stops import write_collected
 
         # After every selection, promote's and the package's: what this process set out to run.
-        write_collected(Path(out), worker, [shown_id(session.config, item.nodeid) for item in session.items])
+        write_collected(
+            out_dir(session.config), worker, [shown_id(session.config, item.nodeid) for item in session.items]
+        )
 
 
 @pytest.hookimpl(trylast=True)
@@ -247,7 +279,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         from promote.runners.plugin.stops import write_stop
 
         maxfail = int(session.config.getoption("maxfail", default=0) or 0)
-        write_stop(Path(out), worker_id(session.config) or "controller", str(reason), maxfail)
+        write_stop(out_dir(session.config), worker_id(session.config) or "controller", str(reason), maxfail)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -286,6 +318,14 @@ def pytest_collection_modifyitems(
 
 
 def _select(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    given = fleet_input(config)
+    if given is not None:
+        from promote.runners.plugin.fleet_worker import placed_elsewhere
+
+        away = set(map(id, placed_elsewhere(given, items)))
+        if away:
+            _deselect(config, [item for item in items if id(item) in away])
+            items[:] = [item for item in items if id(item) not in away]
     side = config.getoption("promote_selections", default=None)
     if side:
         from promote.runners.plugin import forked

@@ -43,9 +43,10 @@ class ProgressEvent:
 class ProgressLog:
     """Appends events for one worker; each line reaches the OS in one write as it is made."""
 
-    def __init__(self, out_dir: Path, worker: str) -> None:
+    def __init__(self, out_dir: Path, worker: str, outbox: list[str] | None = None) -> None:
         state.private_dir(out_dir)
         self.worker = worker
+        self.outbox = outbox
         self._worker_json = json.dumps(worker)
         # A raw descriptor, no Python buffer: a line written is the kernel's, so it outlives the
         # process, and it costs one write() call rather than a trip through two buffering layers.
@@ -54,6 +55,9 @@ class ProgressLog:
         self._write({"event": "session", "pid": os.getpid(), "thread": main.name, "thread_id": main.ident})
 
     def _emit(self, line: str) -> None:
+        if self.outbox is not None:
+            # A fleet's worker: the line also travels to the controller with the next report it sends.
+            self.outbox.append(line)
         if self._fd is None:
             return
         data = line.encode()  # JSON escapes everything outside ASCII

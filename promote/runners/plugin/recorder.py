@@ -31,7 +31,7 @@ from promote.runners.plugin.mlx_probes import RANDOM_PROBE, MlxProbes, import_ml
 from promote.runners.plugin.probes import Probe, entry_point_probes
 from promote.runners.plugin.process_probes import note_pytest_paths, process_probes
 from promote.runners.plugin.progress import ProgressLog
-from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, write_results
+from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, plain_pass, write_results
 from promote.runners.plugin.requirement_rules import excerpt
 from promote.runners.plugin.seed_probes import NumpyRandom, SeedTracker, python_random
 from promote.runners.plugin.shown_ids import shown_id
@@ -61,7 +61,9 @@ class _Running:
 class Recorder:
     """Registered as a plugin only when `--promote-out` is given, in each process that runs tests."""
 
-    def __init__(self, config: pytest.Config, out_dir: Path, worker: str, leaks: str) -> None:
+    def __init__(
+        self, config: pytest.Config, out_dir: Path, worker: str, leaks: str, outbox: list[str] | None = None
+    ) -> None:
         self.config, self.out_dir, self.worker, self.leaks = config, out_dir, worker, leaks
         self.started_at = time.time()
         self.records: list[TestRecord] = []
@@ -77,7 +79,7 @@ class Recorder:
         self.fixtures: list[str] = []
         self.before: dict[str, object] | None = None
         self.pending: dict[int, dict[str, object]] = {}
-        self.progress = ProgressLog(out_dir, worker)
+        self.progress = ProgressLog(out_dir, worker, outbox)
         self.main_thread_id = threading.main_thread().ident or 0
         self.mx, why_not = import_mlx()
         self.streams = StreamTracker(self.mx, self._whereabouts) if self.mx else None
@@ -193,15 +195,24 @@ class Recorder:
         try:
             return (yield)
         finally:
-            # After teardown: compare, name this test as the cause, restore if asked.
-            if self.watch is not None and self.before is not None:
-                path = getattr(item, "path", None)
-                for leak in self.watch.check(item.nodeid, self.before, str(path) if path is not None else None):
-                    self.leaked.append(leak)
-                    self.findings.append(leak_finding(leak, outcomes.place(item.location)))
-            self.before, self.running, self.phase = None, None, "between"
-            run.requirements = item.stash.get(REQUIREMENTS, ())
-            self._finish(run)
+            self.conclude(run, item)
+
+    def conclude(self, run: _Running, item: pytest.Item) -> None:
+        """After teardown: compare, name this test as the cause, restore if asked; then write its finish line.
+
+        Called once per test, at the end of its protocol or (in a fleet's worker) as its teardown report is
+        logged, so that the line can travel with that report.
+        """
+        if self.running is not run:
+            return
+        if self.watch is not None and self.before is not None:
+            path = getattr(item, "path", None)
+            for leak in self.watch.check(item.nodeid, self.before, str(path) if path is not None else None):
+                self.leaked.append(leak)
+                self.findings.append(leak_finding(leak, outcomes.place(item.location)))
+        self.before, self.running, self.phase = None, None, "between"
+        run.requirements = item.stash.get(REQUIREMENTS, ())
+        self._finish(run)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[Any]) -> Generator[None, object, object]:
@@ -316,7 +327,7 @@ class Recorder:
         record = self._record(run, run.nodeid, outcome, run.duration_s, run.failure, skipped)
         self.records += [record, *run.subtests]
         # The same records and findings go to the progress log, which outlives a worker that dies later.
-        if self.flushed == len(self.findings) and not run.subtests and _plain_pass(record, self.main_thread_id):
+        if self.flushed == len(self.findings) and not run.subtests and plain_pass(record, self.main_thread_id):
             self.progress.finish_passed(record.nodeid, run.index, record.duration_s)
             return
         fresh, self.flushed = self.findings[self.flushed :], len(self.findings)
@@ -371,19 +382,3 @@ class Recorder:
         if self.thread_starts is not None:
             self.thread_starts.uninstall()
         self.progress.close()
-
-
-def _plain_pass(record: TestRecord, main_thread_id: int) -> bool:
-    """Whether `record` is what `summary.recovered` rebuilds from a short finish line (see ProgressLog)."""
-    return (
-        record.outcome == "passed"
-        and record.thread_id == main_thread_id
-        and record.parent is None
-        and record.longrepr is None
-        and record.skip_reason is None
-        and not record.requirements
-        and record.fixture is None
-        and record.excerpt is None
-        and record.output is None
-        and record.line is None
-    )

@@ -260,3 +260,19 @@ def read_results(path: Path) -> WorkerResults:
 def read_all_results(out_dir: Path) -> list[WorkerResults]:
     """Read every worker's results in `out_dir`, in worker-name order."""
     return [read_results(p) for p in sorted(out_dir.glob("results-*.json"))]
+
+
+def plain_pass(record: TestRecord, main_thread_id: int) -> bool:
+    """Whether `record` is what `summary.recovered` rebuilds from a short finish line (see ProgressLog)."""
+    return (
+        record.outcome == "passed"
+        and record.thread_id == main_thread_id
+        and record.parent is None
+        and record.longrepr is None
+        and record.skip_reason is None
+        and not record.requirements
+        and record.fixture is None
+        and record.excerpt is None
+        and record.output is None
+        and record.line is None
+    )

@@ -1,0 +1,1 @@
+"""A package over a fleet of stations: one pytest session here, pytest-xdist workers on each station."""

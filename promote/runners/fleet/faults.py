@@ -1,0 +1,70 @@
+"""What happened to a fleet's stations during a run, from the controller's own record (fleet.json).
+
+A station that stopped answering is one `station-error` naming it, the tests that were running there (crashed
+there) and what no other station could take over (never ran). Tests it had queued ran elsewhere, counted once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from promote.core.bounded_json import JsonRejected, read_object
+from promote.core.findings import Finding
+from promote.runners.fleet.members import Member
+from promote.runners.remote.faults import station_error
+from promote.runners.summary import PackageResult, crashed_tests
+
+RESULT = "fleet.json"  # as the controller writes it (promote.runners.plugin.fleet_controller.RESULT)
+
+
+@dataclass(frozen=True)
+class FleetOutcome:
+    """Each worker's station, the stations that stopped answering (and why), the tests placed nowhere."""
+
+    workers: dict[str, str] = field(default_factory=dict)
+    down: dict[str, str] = field(default_factory=dict)
+    unplaced: tuple[str, ...] = ()
+    read: bool = False  # False: the controller wrote no record (it did not get to its end)
+
+
+def _strings(value: object) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def read_outcome(part_dir: Path) -> FleetOutcome:
+    try:
+        data = read_object(part_dir / RESULT)
+    except (OSError, JsonRejected):
+        return FleetOutcome()
+    unplaced = data.get("unplaced")
+    ids = tuple(str(n) for n in unplaced) if isinstance(unplaced, list) else ()
+    return FleetOutcome(_strings(data.get("workers")), _strings(data.get("down")), ids, read=True)
+
+
+def _names(tests: list[str]) -> str:
+    shown = ", ".join(tests[:5])
+    return shown + (f" and {len(tests) - 5} more" if len(tests) > 5 else "")
+
+
+def fleet_findings(outcome: FleetOutcome, ready: list[Member], result: PackageResult) -> list[Finding]:
+    """A station-error per station that dropped out, and one for tests that could run nowhere that was left."""
+    labels = {m.name: m.label for m in ready}
+    crashed = crashed_tests(result.out_dir / "all")
+    findings = []
+    for station, why in sorted(outcome.down.items()):
+        there = [test for test, worker in crashed if outcome.workers.get(worker) == station]
+        message = f"station {labels.get(station, station)} stopped answering during the run ({why})"
+        if there:
+            message += f"; {len(there)} test(s) were running there and count as crashed there: {_names(there)}"
+        message += "; the tests queued on it were given to the other stations"
+        findings.append(station_error(station, message))
+    if outcome.unplaced:
+        unplaced = list(outcome.unplaced)
+        lost = ", ".join(sorted(outcome.down)) or "its workers ended"
+        message = (
+            f"{len(unplaced)} test(s) could run only on stations that left the run ({lost}) and never ran: "
+            f"{_names(unplaced)}"
+        )
+        findings.append(station_error(", ".join(sorted(outcome.down)) or "fleet", message))
+    return findings

@@ -1,0 +1,118 @@
+"""Run one package over a fleet: one pytest session here, its xdist workers on every station that is ready.
+
+Step 1: make each station ready at once (members.prepare); one that cannot be is a `station-error`.
+Step 2: start pytest here with a `--tx` spec per station and the fleet's description (`--promote-fleet`):
+        the plugin's controller places each test where its requirements are met and writes the records the
+        workers send in xdist's channel into the out directory.
+Step 3: summarize those records as any local run's, and say which station each test ran on, which stations
+        dropped out, and what could run nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from promote.config import PackageConfig, StationConfig
+from promote.core import state
+from promote.core.findings import Finding, Rootdir
+from promote.core.redact import PACKAGE_ENV_NAMES
+from promote.core.station import Station
+from promote.runners import package as runner
+from promote.runners.fleet import members as fleet_members
+from promote.runners.fleet.faults import fleet_findings, read_outcome
+from promote.runners.fleet.members import Member
+from promote.runners.package import ProgressCallback
+from promote.runners.plugin.records import write_atomic
+from promote.runners.remote.faults import station_error
+from promote.runners.summary import PackageResult, summarize
+
+PART = "all"
+SPEC = "fleet-spec.json"
+
+
+def addopts(pkg: PackageConfig) -> str:
+    """The package's `args` as PYTEST_ADDOPTS (after any the environment has), for the controller and every worker.
+
+    Not on the command line: xdist rewrites a command-line path that exists here for a station and refuses one it
+    cannot, while a worker resolves PYTEST_ADDOPTS in its own directory, as `cd PACKAGE && pytest ARGS` would.
+    """
+    return " ".join(part for part in (os.environ.get("PYTEST_ADDOPTS", ""), shlex.join(pkg.args)) if part)
+
+
+def worker_env(pkg: PackageConfig) -> dict[str, str]:
+    """What a station's workers need in their environment: the package's own, and its args."""
+    env = {**dict(pkg.env), PACKAGE_ENV_NAMES: ",".join(name for name, _ in pkg.env)}
+    if pkg.args or os.environ.get("PYTEST_ADDOPTS"):
+        env["PYTEST_ADDOPTS"] = addopts(pkg)
+    return env
+
+
+def start(pkg: PackageConfig, ready: list[Member], out_dir: Path, durations: Mapping[str, float]) -> runner.PackageRun:
+    """Start the controller here: pytest with one `--tx` per station, workers wherever the specs say."""
+    spec = {
+        "stations": {m.name: m.station.to_json() for m in ready},
+        "scratch": {m.name: m.scratch for m in ready},
+        "remote": [m.name for m in ready if m.remote],
+        "durations": dict(durations),
+    }
+    path = write_atomic(out_dir / SPEC, json.dumps(spec, indent=1))
+    workers = sum(m.workers for m in ready)
+    extra = (
+        "--dist=load",
+        f"--promote-fleet={path}",
+        f"--max-worker-restart={runner.MAX_RESTARTS * workers}",
+        *(f"--tx={m.workers}*{m.spec}" for m in ready),
+    )
+    controller = replace(pkg, workers=1, args=())
+    env = {"PYTEST_ADDOPTS": addopts(pkg)} if pkg.args else {}
+    return runner.PackageRun(controller, out_dir, python=pkg.interpreter, leaks=pkg.leaks, extra=extra, env=env)
+
+
+def run_fleet(
+    pkg: PackageConfig,
+    stations: Mapping[str, StationConfig],
+    run_dir: Path,
+    here: Station,
+    on_progress: ProgressCallback | None = None,
+    *,
+    rootdir: Rootdir | None = None,
+    durations: Mapping[str, float] | None = None,
+    on_start: Callable[[runner.PackageRun], None] | None = None,
+) -> PackageResult:
+    """Run `pkg` over its fleet; never raises for what went wrong on a station, it becomes a finding.
+
+    `on_start`: given the controller's process as soon as it runs (so that an interrupt can end it).
+    """
+    out_dir = run_dir / pkg.name
+    part_dir = out_dir / PART
+    state.private_dir(part_dir)
+    t0 = time.monotonic()
+    ready, unready = fleet_members.prepare(pkg, stations, here, part_dir / "scratch", run_dir.name, worker_env(pkg))
+    label = "fleet: " + ", ".join(m.label for m in ready) if ready else "fleet: no station"
+    if not ready:
+        if on_progress is not None:
+            on_progress(pkg.name, 0, 0, True)
+        nothing = station_error(", ".join(pkg.stations), "no station of the fleet could run the package: nothing ran")
+        said = (*unready, nothing)
+        return PackageResult(pkg.name, pkg.path, label, 255, time.monotonic() - t0, (), (), said, out_dir)
+    run = start(pkg, ready, out_dir, durations or {})
+    if on_start is not None:
+        on_start(run)
+    try:
+        parts = run.finish(on_progress)
+    finally:
+        fleet_members.clean(ready)
+        shutil.rmtree(part_dir / "scratch", ignore_errors=True)
+    result = summarize(
+        pkg.name, pkg.path, out_dir, station=label, parts=parts, timeout_s=pkg.timeout_s, rootdir=rootdir
+    )
+    outcome = read_outcome(part_dir)
+    findings: list[Finding] = [*result.findings, *unready, *fleet_findings(outcome, ready, result)]
+    return replace(result, findings=tuple(findings), worker_stations=tuple(sorted(outcome.workers.items())))

@@ -1,0 +1,170 @@
+"""A fleet's controller: the xdist session over every station's workers, and the records they send back.
+
+Only loaded in the controller of a fleet run (`--promote-fleet`), where pytest-xdist is installed. The
+workers come from `--tx` specs promote wrote (`popen` here, `ssh=...//chdir=...` on a station, each with
+`promote_station=NAME`); this module hands each worker its station, places tests with
+fleet_schedule.Placement, and writes what the workers send (progress lines on their reports, record files
+in their output) into the out directory, where promote reads a fleet's records as any local run's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from xdist.dsession import DSession  # type: ignore[import-untyped]
+from xdist.workermanage import NodeManager, parse_tx_spec_config  # type: ignore[import-untyped]
+
+from promote.runners.plugin.fleet_schedule import Placement
+from promote.runners.plugin.fleet_worker import FILES, FLEET, LINES
+from promote.runners.plugin.records import progress_path, write_atomic
+
+RESULT = "fleet.json"  # written by the controller at the end: each worker's station, stations lost, tests unplaced
+LOCAL = "local"
+
+
+def station_of(node: Any) -> str:
+    return str(getattr(node.gateway.spec, "promote_station", LOCAL))
+
+
+class _Unsynced(NodeManager):  # type: ignore[misc]
+    """xdist's node manager without its rsync: promote has put the commit on each station already.
+
+    xdist would otherwise copy this machine's pytest into every station's workdir (its deprecated rsync
+    of pytest's own package), where the station's workers would import it instead of their own.
+    """
+
+    def _getrsyncdirs(self) -> list[Path]:
+        return []
+
+
+class FleetSession(DSession):  # type: ignore[misc]
+    """xdist's session, with workers that no rsync feeds and stations that may drop out."""
+
+    def __init__(self, config: pytest.Config, fleet: Controller) -> None:
+        super().__init__(config)
+        self.fleet = fleet
+
+    @pytest.hookimpl
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.nodemanager = _Unsynced(self.config)
+        nodes = self.nodemanager.setup_nodes(putevent=self.queue.put)
+        self._active_nodes.update(nodes)
+        self._session = session
+
+    def _clone_node(self, node: Any) -> Any:
+        # A worker that died is replaced on its station; a station that no longer answers is not retried.
+        station = station_of(node)
+        if station in self.fleet.down:
+            return None
+        try:
+            clone = super()._clone_node(node)
+        except Exception as e:  # execnet's HostNotFound, or the connection failing as it starts
+            self.fleet.down[station] = f"{type(e).__name__}: {e}".strip(": ")
+            return None
+        sched = self.sched
+        if isinstance(sched, Placement):
+            sched.expect()
+        return clone
+
+
+class Controller:
+    """Registered in a fleet's controller: hands out stations, relays records, remembers what happened."""
+
+    def __init__(self, config: pytest.Config, out: Path, spec: dict[str, Any]) -> None:
+        self.config, self.out = config, out
+        self.stations: dict[str, dict[str, Any]] = spec["stations"]
+        self.scratch: dict[str, str] = spec["scratch"]
+        self.remote: set[str] = set(spec.get("remote", ()))
+        self.durations: dict[str, float] = spec.get("durations", {})
+        self.workers: dict[str, str] = {}
+        self.down: dict[str, str] = {}
+        self.started: dict[str, str] = {}  # each worker's last test started, as its lines said
+        self.placement: Placement | None = None
+
+    def pytest_plugin_registered(self, plugin: object, plugin_name: str | None) -> None:
+        if plugin_name == "dsession" and not isinstance(plugin, FleetSession):
+            manager = self.config.pluginmanager
+            manager.unregister(plugin)
+            # Its terminal reporter too: ours makes its own, under the same name.
+            manager.unregister(name="terminaldistreporter")
+            manager.register(FleetSession(self.config, self), "dsession")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Placement:
+        self.placement = Placement(len(parse_tx_spec_config(config)), self.durations)
+        return self.placement
+
+    def pytest_configure_node(self, node: Any) -> None:
+        name = station_of(node)
+        wid = str(node.gateway.id)
+        self.workers[wid] = name
+        others = [s for other, s in self.stations.items() if other != name]
+        node.workerinput[FLEET] = {
+            "station": self.stations[name],
+            "others": others,
+            "scratch": f"{self.scratch[name]}/{wid}",
+        }
+
+    def _append(self, wid: str, lines: list[str]) -> None:
+        if not lines:
+            return
+        if self.workers.get(wid) in self.remote:
+            # A pid there is no process here: the local watch must never signal it.
+            lines = [_without_pid(line) if '"event":"session"' in line else line for line in lines]
+        for line in lines:
+            if '"event":"start"' in line:
+                self.started[wid] = str(json.loads(line).get("nodeid"))
+        fd = os.open(progress_path(self.out, wid), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, "".join(lines).encode())
+        finally:
+            os.close(fd)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node = getattr(report, "node", None)
+        lines = getattr(report, LINES, None)
+        if node is not None and lines:
+            self._append(str(node.gateway.id), list(lines))
+
+    def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
+        # Died before its setup report: the start line never came, so it is written here.
+        wid = str(report.node.gateway.id)
+        if self.started.get(wid) != crashitem:
+            line = {"worker": wid, "t": round(time.time(), 6), "event": "start", "nodeid": crashitem, "index": -1}
+            self._append(wid, [json.dumps(line, separators=(",", ":")) + "\n"])
+
+    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        wid = str(node.gateway.id)
+        output = getattr(node, "workeroutput", None)
+        if error is not None or not isinstance(output, dict):
+            return
+        self._append(wid, list(output.get(LINES, ())))
+        for name, text in dict(output.get(FILES, {})).items():
+            if name == Path(name).name and name.endswith(f"-{wid}{Path(name).suffix}"):
+                write_atomic(self.out / name, str(text))
+        end = {"worker": wid, "t": round(time.time(), 6), "event": "end"}
+        self._append(wid, [json.dumps(end, separators=(",", ":")) + "\n"])
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        unplaced = self.placement.unplaced if self.placement is not None else []
+        record = {"workers": self.workers, "down": self.down, "unplaced": unplaced}
+        write_atomic(self.out / RESULT, json.dumps(record, indent=1))
+
+
+def _without_pid(line: str) -> str:
+    event = json.loads(line)
+    event.pop("pid", None)
+    return json.dumps(event, separators=(",", ":")) + "\n"
+
+
+def configure(config: pytest.Config, out: Path) -> None:
+    """Take over xdist's session in this controller, whether xdist has made it yet or makes it later."""
+    spec = json.loads(Path(config.getoption("promote_fleet")).read_text(encoding="utf-8"))
+    # Its pytest_plugin_registered sees every plugin registered before it too (a historic hook).
+    config.pluginmanager.register(Controller(config, out, spec), "promote-fleet")
