@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from promote.cli.render import findings_lines, table
 from promote.cli.terminal import joined, mark
 from promote.core.vocab import is_red
+from promote.runners.plugin.records import TestRecord
 from promote.runners.requirements import blocked_summary
 from promote.runners.suite import RedStreak, RunResult
 from promote.runners.summary import PackageResult
@@ -20,6 +23,9 @@ def run_report(r: RunResult) -> str:
     for p in r.packages:
         if (ran_with := configuration_line(p)) is not None:
             lines.append(f"  {p.name}: {ran_with}")
+        if p.placed:
+            per = Counter(station for _, station in p.placed)
+            lines.append(f"  {p.name}: ran on " + ", ".join(f"{st} ({n} tests)" for st, n in sorted(per.items())))
         if p.subtests:
             parts = ", ".join(f"{n} {k}" for k, n in sorted(p.subtests.items()))
             lines.append(f"  {p.name} subtests: {parts}")
@@ -38,12 +44,18 @@ def run_report(r: RunResult) -> str:
     ]
     if failing:
         streaks = {(s.package, s.test): s for s in r.red_streaks}
-        lines += ["", "failed:"] + [f"  {name}: {t.nodeid} ({t.outcome}{_streak(streaks.get((name, t.nodeid)))})"
-                                    for name, t in failing]  # fmt: skip
+        where = {p.name: p for p in r.packages}
+        lines += ["", "failed:"] + [f"  {name}: {t.nodeid} ({t.outcome}{_on(where[name], t)}"
+                                    f"{_streak(streaks.get((name, t.nodeid)))})" for name, t in failing]  # fmt: skip
     if r.findings:
         lines += ["", "findings:", *findings_lines(r.findings)]
     lines += ["", f"results: {r.out_dir}", mark("all green", "good") if r.green else mark("not green", "bad")]
     return joined(lines)
+
+
+def _on(p: PackageResult, t: TestRecord) -> str:
+    station = p.ran_on(t.nodeid)
+    return f" on {station}" if station is not None else ""
 
 
 def _streak(s: RedStreak | None) -> str:

@@ -101,11 +101,13 @@ class PackageResult:
     configuration: Configuration | None = None  # the rootdir and ini file pytest chose (None: not read)
     deselected: tuple[str, ...] = ()  # collected and left out by its own options (-k, -m, --deselect): never run
     unrun: tuple[str, ...] = ()  # collected to run and never started: pytest stopped first (--maxfail, -x, a death)
-    worker_stations: tuple[tuple[str, str], ...] = ()  # over a fleet: each xdist worker and the station it ran on
+    # Over a fleet: each test (top level, crashed ones too) and the station it ran on; empty on one station.
+    placed: tuple[tuple[str, str], ...] = ()
+    stations_down: tuple[str, ...] = ()  # over a fleet: the stations that stopped answering during the run
 
-    def ran_on(self, test: TestRecord) -> str | None:
+    def ran_on(self, test: str) -> str | None:
         """The station `test` ran on, over a fleet (None for a package run on one station)."""
-        return dict(self.worker_stations).get(test.worker)
+        return dict(self.placed).get(test)
 
     def locate(self, nodeid: str, line: int | None = None) -> Location | None:
         """Where the file of one of its node ids is, relative to the repository root."""
@@ -193,13 +195,8 @@ class PackageResult:
             "inifile": self.configuration.inifile if self.configuration is not None else None,
             "rootdir": str(self.rootdir.path) if self.recorded and self.rootdir is not None else None,
             # Over a fleet: the station each test ran on (a test that crashed there too).
-            "placement": self.placement() if self.worker_stations else None,
+            "placement": dict(self.placed) if self.placed else None,
         }
-
-    def placement(self) -> dict[str, str]:
-        stations = dict(self.worker_stations)
-        placed = {t.nodeid: stations.get(t.worker, t.worker) for t in self.tests if t.parent is None}
-        return placed
 
 
 def crashed_tests(out_dir: Path) -> list[tuple[str, str]]:

@@ -242,8 +242,11 @@ def investigate(
     """Classify every failed test of one package run (those in `only`, when given); add findings and verdicts to
     its result."""
     victims = [t for t in failed_tests(result) if only is None or t in only]
+    far = elsewhere(result, victims)
+    victims = [t for t in victims if t not in {v.test for v in far}]
     if not victims:
-        return result
+        found = [f for v in far if (f := verdict_finding(v, [], result.locate(v.test))) is not None]
+        return replace(result, findings=result.findings + tuple(found), verdicts=tuple(far)) if far else result
     station = result.out_dir.parent / "station.json"
     rerunner = Rerunner(pkg, pkg.interpreter, result.out_dir / "reruns", station if station.is_file() else None)
     worker_orders = orders(result.out_dir)
@@ -266,11 +269,30 @@ def investigate(
         )
     if modules:
         verdicts = _by_import(rerunner, verdicts, modules, budget, [a.without_importers for a in alone])
+    verdicts += far
     found = [f for v in verdicts if (f := verdict_finding(v, leaks, result.locate(v.test))) is not None]
     # A crash that repeats alone is said once, with its signal and frames, in place of the run's own line.
     alone_crashes = {v.test for v in verdicts if v.kind == CRASHES_ALONE}
     kept = tuple(f for f in result.findings if not (f.check == "worker-crash" and f.subject in alone_crashes))
     return replace(result, findings=kept + tuple(found), verdicts=tuple(verdicts))
+
+
+def elsewhere(result: PackageResult, victims: list[str]) -> list[bisect.Verdict]:
+    """Over a fleet, the failures on a station that is not this machine: reruns here would not be reruns there.
+
+    Undecided, saying where it failed (a station that stopped answering, too), never a verdict from this machine.
+    """
+    far = []
+    for test in victims:
+        station = result.ran_on(test)
+        if station is None or station == "local":
+            continue
+        if station in result.stations_down:
+            detail = f"failed on {station}, which stopped answering: it cannot be rerun there"
+        else:
+            detail = f"failed on {station}; promote reruns a test only on this machine, where it would not tell"
+        far.append(bisect.Verdict(test, bisect.UNDECIDED, detail=detail))
+    return far
 
 
 def _by_import(

@@ -13,7 +13,6 @@ from promote.core.bounded_json import JsonRejected, read_object
 from promote.core.findings import Finding
 from promote.runners.fleet.members import Member
 from promote.runners.remote.faults import station_error
-from promote.runners.summary import PackageResult, crashed_tests
 
 RESULT = "fleet.json"  # as the controller writes it (promote.runners.plugin.fleet_controller.RESULT)
 
@@ -47,14 +46,16 @@ def _names(tests: list[str]) -> str:
     return shown + (f" and {len(tests) - 5} more" if len(tests) > 5 else "")
 
 
-def fleet_findings(outcome: FleetOutcome, ready: list[Member], result: PackageResult) -> list[Finding]:
-    """A station-error per station that dropped out, and one for tests that could run nowhere that was left."""
+def fleet_findings(outcome: FleetOutcome, ready: list[Member], crashed: list[tuple[str, str]]) -> list[Finding]:
+    """A station-error per station that dropped out, and one for tests that could run nowhere that was left.
+
+    `crashed`: (test, worker) of each test that was running when its worker died.
+    """
     labels = {m.name: m.label for m in ready}
-    crashed = crashed_tests(result.out_dir / "all")
     findings = []
     for station, why in sorted(outcome.down.items()):
         there = [test for test, worker in crashed if outcome.workers.get(worker) == station]
-        message = f"station {labels.get(station, station)} stopped answering during the run ({why})"
+        message = f"station {labels.get(station, station)} stopped answering during the run ({_reason(why)})"
         if there:
             message += f"; {len(there)} test(s) were running there and count as crashed there: {_names(there)}"
         message += "; the tests queued on it were given to the other stations"
@@ -68,3 +69,8 @@ def fleet_findings(outcome: FleetOutcome, ready: list[Member], result: PackageRe
         )
         findings.append(station_error(", ".join(sorted(outcome.down)) or "fleet", message))
     return findings
+
+
+def _reason(why: str) -> str:
+    # execnet says only which address it could not reach; the address is in the label already.
+    return "no new ssh connection could be made" if why.startswith("HostNotFound") else why

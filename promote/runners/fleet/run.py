@@ -31,7 +31,7 @@ from promote.runners.fleet.members import Member
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.records import write_atomic
 from promote.runners.remote.faults import station_error
-from promote.runners.summary import PackageResult, summarize
+from promote.runners.summary import PackageResult, crashed_tests, summarize
 
 PART = "all"
 SPEC = "fleet-spec.json"
@@ -114,5 +114,8 @@ def run_fleet(
         pkg.name, pkg.path, out_dir, station=label, parts=parts, timeout_s=pkg.timeout_s, rootdir=rootdir
     )
     outcome = read_outcome(part_dir)
-    findings: list[Finding] = [*result.findings, *unready, *fleet_findings(outcome, ready, result)]
-    return replace(result, findings=tuple(findings), worker_stations=tuple(sorted(outcome.workers.items())))
+    crashed = crashed_tests(part_dir)
+    findings: list[Finding] = [*result.findings, *unready, *fleet_findings(outcome, ready, crashed)]
+    ran = [(t.nodeid, t.worker) for t in result.tests if t.parent is None] + crashed
+    placed = tuple(sorted({test: outcome.workers.get(worker, worker) for test, worker in ran}.items()))
+    return replace(result, findings=tuple(findings), placed=placed, stations_down=tuple(sorted(outcome.down)))

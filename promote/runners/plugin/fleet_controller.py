@@ -25,6 +25,7 @@ from promote.runners.plugin.records import progress_path, write_atomic
 
 RESULT = "fleet.json"  # written by the controller at the end: each worker's station, stations lost, tests unplaced
 LOCAL = "local"
+SHIPPED = ("promote_select", "promote_skip", "promote_ignore")
 
 
 def station_of(node: Any) -> str:
@@ -108,6 +109,12 @@ class Controller:
             "station": self.stations[name],
             "others": others,
             "scratch": f"{self.scratch[name]}/{wid}",
+            # The files promote's options name are here: a station's worker is handed their text.
+            "files": {
+                option: Path(path).read_text(encoding="utf-8")
+                for option in SHIPPED
+                if (path := self.config.getoption(option, default=None))
+            },
         }
 
     def _append(self, wid: str, lines: list[str]) -> None:

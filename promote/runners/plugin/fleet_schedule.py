@@ -27,6 +27,7 @@ class Placement:
         self.pending: list[str] | None = None  # None until the first collections are all in
         self.known: set[str] = set()
         self.unplaced: list[str] = []
+        self.dead: set[Any] = set()  # workers a send failed to reach, until xdist says they are down
 
     @property
     def nodes(self) -> list[Any]:
@@ -107,7 +108,7 @@ class Placement:
         """Tests no live worker collected: unplaced, once no other collection is awaited."""
         if self.pending is None or self.expected > 0:
             return
-        live = [coll for node, coll in self.node2coll.items() if not node.shutting_down]
+        live = [coll for node, coll in self.node2coll.items() if not node.shutting_down and node not in self.dead]
         stranded = [nodeid for nodeid in self.pending if not any(nodeid in coll for coll in live)]
         if stranded:
             gone = set(stranded)
@@ -115,12 +116,12 @@ class Placement:
             self.pending = [nodeid for nodeid in self.pending if nodeid not in gone]
 
     def _fill_all(self) -> None:
-        self._prune()
+        # No pruning here: a worker that just died may be replaced (its collection is then awaited).
         for node in self.nodes:
             self._fill(node)
 
     def _fill(self, node: Any) -> None:
-        if node.shutting_down or self.pending is None or node not in self.node2coll:
+        if node.shutting_down or node in self.dead or self.pending is None or node not in self.node2coll:
             return
         coll = self.node2coll[node]
         queued = self.node2pending[node]
@@ -132,8 +133,14 @@ class Placement:
             taken = set(send)
             self.pending = [nodeid for nodeid in self.pending if nodeid not in taken]
             indices = [coll[nodeid] for nodeid in send]
+            try:
+                node.send_runtest_some(indices)
+            except OSError:
+                # Its connection is gone (its station dropped) and its own errordown is on its way: keep the tests.
+                self.pending[:0] = send
+                self.dead.add(node)
+                return
             queued.extend(indices)
-            node.send_runtest_some(indices)
         elif not mine:
             # Nothing more for it: shut down, so that it runs the test it holds (xdist waits for a next one).
             node.shutdown()

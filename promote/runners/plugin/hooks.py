@@ -169,6 +169,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(recorder, RECORDER)
 
 
+def option_text(config: pytest.Config, name: str) -> str:
+    """The file an option names, read here; in a fleet's worker, as the controller read it (the file is there)."""
+    given = fleet_input(config)
+    if given is not None and name in given.get("files", {}):
+        return str(given["files"][name])
+    return Path(config.getoption(name)).read_text(encoding="utf-8")
+
+
 def out_dir(config: pytest.Config) -> Path:
     """Where this process writes its records: `--promote-out`, or a fleet's worker's own scratch directory."""
     given = fleet_input(config)
@@ -248,7 +256,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         return None
     modules = config.stash.get(IGNORED, None)
     if modules is None:
-        modules = config.stash[IGNORED] = frozenset(Path(ignore).read_text(encoding="utf-8").splitlines())
+        modules = config.stash[IGNORED] = frozenset(option_text(config, "promote_ignore").splitlines())
     try:
         nodeid = collection_path.relative_to(config.rootpath).as_posix()
     except ValueError:
@@ -336,7 +344,7 @@ def _select(session: pytest.Session, config: pytest.Config, items: list[pytest.I
         items[:] = chosen
     select = config.getoption("promote_select", default=None)
     if select:
-        wanted = [line for line in Path(select).read_text(encoding="utf-8").splitlines() if line]
+        wanted = [line for line in option_text(config, "promote_select").splitlines() if line]
         by_id = {item.nodeid: item for item in items}
         chosen = [by_id[nodeid] for nodeid in wanted if nodeid in by_id]
         kept = set(map(id, chosen))
@@ -344,7 +352,7 @@ def _select(session: pytest.Session, config: pytest.Config, items: list[pytest.I
         items[:] = chosen
     skip = config.getoption("promote_skip", default=None)
     if skip:
-        done = set(Path(skip).read_text(encoding="utf-8").splitlines())
+        done = set(option_text(config, "promote_skip").splitlines())
         _deselect(config, [item for item in items if item.nodeid in done])
         items[:] = [item for item in items if item.nodeid not in done]
     until = config.getoption("promote_until", default=None)

@@ -4,7 +4,9 @@ placed where its requirements are met, records back in xdist's channel."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,7 +59,9 @@ def training(tmp_path: Path) -> Iterator[sshd.Sshd]:
 
 def fleet_repo(tmp_path: Path, mini: sshd.Sshd, training: sshd.Sshd, suite: dict[str, str], **keys: object) -> Path:
     witness = tmp_path / "witness.jsonl"
-    body = package("pkg", stations=["local", "mini", "training"], workers=1, env={"FLEET_WITNESS": str(witness)}, **keys)
+    body = package(
+        "pkg", stations=["local", "mini", "training"], workers=1, env={"FLEET_WITNESS": str(witness)}, **keys
+    )
     body += mini.station_toml("mini", python=sys.executable, workdir=str(tmp_path / "at-mini"), workers=2)
     body += training.station_toml(
         "training", python=sys.executable, workdir=str(tmp_path / "at-training"), resources=["checkpoint:big"]
@@ -97,3 +101,63 @@ def test_each_test_runs_where_its_requirements_are_met_in_one_session(
     # The test no station can run ran nowhere, and says what it needs.
     blocked = [f for f in report["findings"] if f["check"] == "impossible-requirement"]
     assert len(blocked) == 1 and "checkpoint:huge" in blocked[0]["message"]
+
+
+SLOW = {
+    "test_slow.py": """
+        import json, os, time
+        import pytest
+
+        @pytest.mark.parametrize("i", range(30))
+        def test_slow(i):
+            time.sleep(0.3)
+            with open(os.environ["FLEET_WITNESS"], "a") as f:
+                f.write(json.dumps({"test": f"test_slow[{i}]", "cwd": os.getcwd()}) + "\\n")
+
+        @pytest.mark.requires("dataset:only-on-mini")
+        def test_only_mini_can():
+            pass
+    """,
+}
+
+
+def test_a_station_that_drops_mid_run_crashes_what_ran_there_and_its_queue_runs_elsewhere(
+    tmp_path: Path, mini: sshd.Sshd, training: sshd.Sshd
+) -> None:
+    witness = tmp_path / "witness.jsonl"
+    body = package("pkg", stations=["mini", "training"], env={"FLEET_WITNESS": str(witness)})
+    body += mini.station_toml(
+        "mini", python=sys.executable, workdir=str(tmp_path / "at-mini"), workers=2, resources=["dataset:only-on-mini"]
+    )
+    body += training.station_toml("training", python=sys.executable, workdir=str(tmp_path / "at-training"), workers=2)
+    repo = workspace(tmp_path, {"pkg": SLOW}, body)
+    cmd = [sys.executable, "-m", "promote", "-C", str(repo), "test", "--json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    at_mini = str((tmp_path / "at-mini").resolve())
+    deadline = time.monotonic() + 120
+    while not any(s["cwd"].startswith(at_mini) for s in witnessed(tmp_path)):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    sshd.stop(mini)  # the listener and every session: the station is gone
+    out, err = proc.communicate(timeout=300)
+    report = json.loads(out)
+
+    pkg = of(report, "pkg")
+    placed = pkg["placement"]
+    # Nothing counted twice, nothing lost: every slow test passed once, or crashed on mini as it dropped.
+    assert pkg["passed"] + pkg["crashed"] == 30, pkg
+    crashed = [f["subject"] for f in report["findings"] if f["check"] == "worker-crash"]
+    assert 1 <= len(crashed) <= 2 and all(placed[t] == "mini" for t in crashed), crashed
+    # A test mini finished just as it dropped, before its report left, counts as crashed there: each test is counted
+    # once, as the controller saw it (at least once in the tests' own witness).
+    assert len({s["test"] for s in witnessed(tmp_path)}) >= pkg["passed"]
+    # The queue went on at training after mini dropped.
+    assert sum(1 for s in placed.values() if s == "training") >= 20
+    [error] = [f for f in station_errors(report) if "stopped answering" in f["message"]]
+    assert error["subject"] == "mini" and "crashed there" in error["message"], error
+    [never] = [f for f in station_errors(report) if "never ran" in f["message"]]
+    assert "test_only_mini_can" in never["message"]
+    # What crashed on mini is not rerun here and called anything: mini is gone, the verdict says so.
+    undecided = {f["subject"]: f["message"] for f in report["findings"] if f["check"] == "rerun-undecided"}
+    assert set(undecided) == set(crashed) and all("stopped answering" in m for m in undecided.values())
+    assert proc.returncode == 1, err
