@@ -55,7 +55,7 @@ def fleet_findings(outcome: FleetOutcome, ready: list[Member], crashed: list[tup
     findings = []
     for station, why in sorted(outcome.down.items()):
         there = [test for test, worker in crashed if outcome.workers.get(worker) == station]
-        message = f"station {labels.get(station, station)} stopped answering during the run ({_reason(why)})"
+        message = f"station {labels.get(station, station)} stopped answering once the run began ({_reason(why)})"
         if there:
             message += f"; {len(there)} test(s) were running there and count as crashed there: {_names(there)}"
         message += "; the tests queued on it were given to the other stations"

@@ -29,6 +29,7 @@ from promote.runners.fleet import members as fleet_members
 from promote.runners.fleet.faults import fleet_findings, read_outcome
 from promote.runners.fleet.members import Member
 from promote.runners.package import ProgressCallback
+from promote.runners.plugin.fleet_worker import read_elsewhere
 from promote.runners.plugin.records import write_atomic
 from promote.runners.remote.faults import station_error
 from promote.runners.summary import PackageResult, crashed_tests, summarize
@@ -115,7 +116,10 @@ def run_fleet(
     )
     outcome = read_outcome(part_dir)
     crashed = crashed_tests(part_dir)
-    findings: list[Finding] = [*result.findings, *unready, *fleet_findings(outcome, ready, crashed)]
     ran = [(t.nodeid, t.worker) for t in result.tests if t.parent is None] + crashed
+    # Left by every worker to a station that then ran none of them: never ran, said once with the unplaced.
+    nowhere = sorted(read_elsewhere(part_dir) - {test for test, _ in ran} - set(outcome.unplaced))
+    outcome = replace(outcome, unplaced=(*outcome.unplaced, *nowhere))
+    findings: list[Finding] = [*result.findings, *unready, *fleet_findings(outcome, ready, crashed)]
     placed = tuple(sorted({test: outcome.workers.get(worker, worker) for test, worker in ran}.items()))
     return replace(result, findings=tuple(findings), placed=placed, stations_down=tuple(sorted(outcome.down)))

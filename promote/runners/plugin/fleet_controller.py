@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from xdist.dsession import DSession  # type: ignore[import-untyped]
-from xdist.workermanage import NodeManager, parse_tx_spec_config  # type: ignore[import-untyped]
+from xdist.workermanage import NodeManager  # type: ignore[import-untyped]
 
 from promote.runners.plugin.fleet_schedule import Placement
 from promote.runners.plugin.fleet_worker import FILES, FLEET, LINES
@@ -52,10 +52,21 @@ class FleetSession(DSession):  # type: ignore[misc]
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        self.nodemanager = _Unsynced(self.config)
-        nodes = self.nodemanager.setup_nodes(putevent=self.queue.put)
-        self._active_nodes.update(nodes)
+        # xdist's setup_nodes, one spec at a time: a station gone since promote readied it is left out, not fatal.
+        manager = self.nodemanager = _Unsynced(self.config)
+        self.config.hook.pytest_xdist_setupnodes(config=self.config, specs=manager.specs)
+        for spec in manager.specs:
+            station = str(getattr(spec, "promote_station", LOCAL))
+            if station in self.fleet.down:
+                continue
+            try:
+                self._active_nodes.add(manager.setup_node(spec, self.queue.put))
+            except Exception as e:  # execnet's HostNotFound, or the connection failing as it starts
+                self.fleet.down[station] = f"{type(e).__name__}: {e}".strip(": ")
+        self.fleet.starting = len(self._active_nodes)
         self._session = session
+        if not self._active_nodes:
+            pytest.exit("no station of the fleet answered: no worker started", returncode=3)
 
     def _clone_node(self, node: Any) -> Any:
         # A worker that died is replaced on its station; a station that no longer answers is not retried.
@@ -86,6 +97,7 @@ class Controller:
         self.down: dict[str, str] = {}
         self.started: dict[str, str] = {}  # each worker's last test started, as its lines said
         self.placement: Placement | None = None
+        self.starting = 0  # the workers that started (a station gone since it was readied has none)
 
     def pytest_plugin_registered(self, plugin: object, plugin_name: str | None) -> None:
         if plugin_name == "dsession" and not isinstance(plugin, FleetSession):
@@ -97,7 +109,7 @@ class Controller:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Placement:
-        self.placement = Placement(len(parse_tx_spec_config(config)), self.durations)
+        self.placement = Placement(self.starting, self.durations)
         return self.placement
 
     def pytest_configure_node(self, node: Any) -> None:

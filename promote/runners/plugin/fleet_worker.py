@@ -16,6 +16,7 @@ import pytest
 
 from promote.core.station import Station
 from promote.runners.plugin.items import requirements_of
+from promote.runners.plugin.records import write_atomic
 
 FLEET = "promote_fleet"  # workerinput: this worker's station, the others, its scratch directory
 LINES = "promote_progress"  # on a report, and in workeroutput: progress lines written since the last one
@@ -48,6 +49,19 @@ def placed_elsewhere(given: Mapping[str, Any], items: list[pytest.Item]) -> list
         if needs and here.lacking(needs) and any(not s.lacking(needs) for s in others):
             away.append(item)
     return away
+
+
+def note_elsewhere(scratch: Path, worker: str, nodeids: list[str]) -> None:
+    """The tests this worker left to other stations: if none of them runs one, it is said to have run nowhere."""
+    write_atomic(scratch / f"elsewhere-{worker}.txt", "".join(f"{n}\n" for n in nodeids))
+
+
+def read_elsewhere(out_dir: Path) -> set[str]:
+    """Every test some worker of the run left to another station."""
+    found: set[str] = set()
+    for path in out_dir.glob("elsewhere-*.txt"):
+        found.update(line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line)
+    return found
 
 
 class Relay:

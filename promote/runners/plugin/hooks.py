@@ -328,9 +328,10 @@ def pytest_collection_modifyitems(
 def _select(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     given = fleet_input(config)
     if given is not None:
-        from promote.runners.plugin.fleet_worker import placed_elsewhere
+        from promote.runners.plugin.fleet_worker import note_elsewhere, placed_elsewhere
 
         away = set(map(id, placed_elsewhere(given, items)))
+        note_elsewhere(out_dir(config), str(worker_id(config)), [i.nodeid for i in items if id(i) in away])
         if away:
             _deselect(config, [item for item in items if id(item) in away])
             items[:] = [item for item in items if id(item) not in away]

@@ -153,7 +153,7 @@ def test_a_station_that_drops_mid_run_crashes_what_ran_there_and_its_queue_runs_
     assert len({s["test"] for s in witnessed(tmp_path)}) >= pkg["passed"]
     # The queue went on at training after mini dropped.
     assert sum(1 for s in placed.values() if s == "training") >= 20
-    [error] = [f for f in station_errors(report) if "stopped answering" in f["message"]]
+    [error] = [f for f in station_errors(report) if "stopped answering once the run began" in f["message"]]
     assert error["subject"] == "mini" and "crashed there" in error["message"], error
     [never] = [f for f in station_errors(report) if "never ran" in f["message"]]
     assert "test_only_mini_can" in never["message"]
