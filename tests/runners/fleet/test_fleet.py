@@ -161,3 +161,57 @@ def test_a_station_that_drops_mid_run_crashes_what_ran_there_and_its_queue_runs_
     undecided = {f["subject"]: f["message"] for f in report["findings"] if f["check"] == "rerun-undecided"}
     assert set(undecided) == set(crashed) and all("stopped answering" in m for m in undecided.values())
     assert proc.returncode == 1, err
+
+
+MLX = {
+    "test_mlx.py": """
+        import threading
+        import mlx.core as mx
+        import pytest
+
+        @pytest.mark.parametrize("site", [pytest.param(s, marks=pytest.mark.requires(f"site:{s}")) for s in ("mini", "training")])
+        def test_computes_on_the_main_thread(site):
+            assert threading.current_thread() is threading.main_thread()
+            assert mx.sum(mx.arange(4)).item() == 6
+
+        @pytest.mark.requires("site:mini")
+        def test_seeds_the_global_generator_on_mini():
+            mx.random.seed(3)
+
+        @pytest.mark.requires("site:training")
+        def test_seeds_the_global_generator_on_training():
+            mx.random.seed(4)
+    """,
+}
+
+
+def test_mlx_runs_in_each_stations_workers_with_its_leak_probes(
+    tmp_path: Path, mini: sshd.Sshd, training: sshd.Sshd
+) -> None:
+    pytest.importorskip("mlx.core")
+    body = package("pkg", stations=["mini", "training"])
+    body += mini.station_toml("mini", python=sys.executable, workdir=str(tmp_path / "at-mini"), resources=["site:mini"])
+    body += training.station_toml(
+        "training", python=sys.executable, workdir=str(tmp_path / "at-training"), resources=["site:training"]
+    )
+    repo = workspace(tmp_path, {"pkg": MLX}, body)
+
+    code, report, stderr = promote_test(repo)
+
+    pkg = of(report, "pkg")
+    assert code == 0, stderr  # a leak no failure follows is a warning
+    assert (pkg["passed"], pkg["failed"], pkg["blocked"]) == (4, 0, 0), pkg
+    assert {test: station for test, station in pkg["placement"].items()} == {
+        "test_mlx.py::test_computes_on_the_main_thread[mini]": "mini",
+        "test_mlx.py::test_computes_on_the_main_thread[training]": "training",
+        "test_mlx.py::test_seeds_the_global_generator_on_mini": "mini",
+        "test_mlx.py::test_seeds_the_global_generator_on_training": "training",
+    }
+    # Each station's worker probed MLX's state and named its own test for the seed it changed.
+    [leak] = [f for f in report["findings"] if f["check"] == "leaked-state"]
+    assert "mx.random.seed" in leak["message"]
+    for station in ("mini", "training"):
+        assert f"test_seeds_the_global_generator_on_{station}" in leak["message"], leak
+    # The workers there recorded with MLX imported (its version is in each worker's results).
+    results = [json.loads(p.read_text()) for p in Path(pkg["results"]).rglob("results-*.json")]
+    assert len(results) == 2 and all(r["mlx"] for r in results)
