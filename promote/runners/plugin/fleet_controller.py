@@ -172,7 +172,8 @@ class Controller:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:
         unplaced = self.placement.unplaced if self.placement is not None else []
-        record = {"workers": self.workers, "down": self.down, "unplaced": unplaced}
+        # The controller's own CPU time: what one controller can keep up with (docs/stations.md measures it).
+        record = {"workers": self.workers, "down": self.down, "unplaced": unplaced, "cpu_s": time.process_time()}
         write_atomic(self.out / RESULT, json.dumps(record, indent=1))
 
 
