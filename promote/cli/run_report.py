@@ -55,7 +55,10 @@ def run_report(r: RunResult) -> str:
 
 def _on(p: PackageResult, t: TestRecord) -> str:
     station = p.ran_on(t.nodeid)
-    return f" on {station}" if station is not None else ""
+    if station is None:
+        return ""
+    elsewhere = next((v.passes_on for v in p.verdicts if v.test == t.nodeid and v.passes_on), ())
+    return f" on {station}" + (f"; passes alone on {', '.join(elsewhere)}" if elsewhere else "")
 
 
 def _streak(s: RedStreak | None) -> str:

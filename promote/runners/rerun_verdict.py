@@ -24,3 +24,6 @@ class Verdict:
     # Each polluter makes the test fail on its own (several found apart); False: they are needed together. With no
     # polluters named: it fails after every test of the suite before it, yet not after promote's no-op test.
     each: bool = False
+    # Over a fleet: the station it failed (and was rerun) on, and the others where it passed when run alone.
+    ran_on: str | None = None
+    passes_on: tuple[str, ...] = ()

@@ -184,6 +184,8 @@ class PackageResult:
                     "polluters": list(v.polluters),
                     "reruns": v.reruns,
                     "detail": v.detail,
+                    "station": v.ran_on,
+                    "passes_on": list(v.passes_on),
                 }
                 for v in self.verdicts
             ],

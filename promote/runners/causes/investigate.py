@@ -14,8 +14,9 @@ from promote.config import Config, PackageConfig
 from promote.core import state
 from promote.core.findings import Finding
 from promote.core.vocab import CRASHES_ALONE, is_red
-from promote.runners.causes import bisect, imports
+from promote.runners.causes import bisect, imports, station_rerun
 from promote.runners.causes.budget import Budget, out_of_budget
+from promote.runners.causes.fleet_causes import across, rerunners, unreachable
 from promote.runners.causes.rerun import RerunError, Rerunner, Seen
 from promote.runners.causes.verdict_findings import verdict_finding
 from promote.runners.configuration import chosen, locate, rootdir_of
@@ -242,15 +243,28 @@ def investigate(
     """Classify every failed test of one package run (those in `only`, when given); add findings and verdicts to
     its result."""
     victims = [t for t in failed_tests(result) if only is None or t in only]
-    far = elsewhere(result, victims)
+    far = unreachable(result, victims)
     victims = [t for t in victims if t not in {v.test for v in far}]
-    if not victims:
-        found = [f for v in far if (f := verdict_finding(v, [], result.locate(v.test))) is not None]
-        return replace(result, findings=result.findings + tuple(found), verdicts=tuple(far)) if far else result
-    station = result.out_dir.parent / "station.json"
-    rerunner = Rerunner(pkg, pkg.interpreter, result.out_dir / "reruns", station if station.is_file() else None)
-    worker_orders = orders(result.out_dir)
+    verdicts: list[bisect.Verdict] = []
+    # Over a fleet, each failure is rerun on the station where it failed, with the tests that ran before it there.
+    for rerunner, group in rerunners(pkg, result, victims):
+        shown = _verdicts(rerunner, group, result, budget, on_step)
+        if isinstance(rerunner, station_rerun.StationRerunner):
+            shown = across(pkg, result, rerunner, [replace(v, ran_on=rerunner.place.name) for v in shown], budget)
+        verdicts += shown
+    verdicts += far
     leaks = [f for f in result.findings if f.check == "leaked-state"]
+    found = [f for v in verdicts if (f := verdict_finding(v, leaks, result.locate(v.test))) is not None]
+    # A crash that repeats alone is said once, with its signal and frames, in place of the run's own line.
+    alone_crashes = {v.test for v in verdicts if v.kind == CRASHES_ALONE}
+    kept = tuple(f for f in result.findings if not (f.check == "worker-crash" and f.subject in alone_crashes))
+    return replace(result, findings=kept + tuple(found), verdicts=tuple(verdicts)) if verdicts else result
+
+
+def _verdicts(
+    rerunner: Rerunner, victims: list[str], result: PackageResult, budget: Budget, on_step: StepCallback | None
+) -> list[bisect.Verdict]:
+    worker_orders = orders(result.out_dir)
     modules = imports.importers(result.leaks)
     alone = rerun_alone(rerunner, victims, budget, on_step, modules)
     # Bisection, in victim order: the budget left for each one does not depend on timing. Each victim still to be
@@ -269,30 +283,7 @@ def investigate(
         )
     if modules:
         verdicts = _by_import(rerunner, verdicts, modules, budget, [a.without_importers for a in alone])
-    verdicts += far
-    found = [f for v in verdicts if (f := verdict_finding(v, leaks, result.locate(v.test))) is not None]
-    # A crash that repeats alone is said once, with its signal and frames, in place of the run's own line.
-    alone_crashes = {v.test for v in verdicts if v.kind == CRASHES_ALONE}
-    kept = tuple(f for f in result.findings if not (f.check == "worker-crash" and f.subject in alone_crashes))
-    return replace(result, findings=kept + tuple(found), verdicts=tuple(verdicts))
-
-
-def elsewhere(result: PackageResult, victims: list[str]) -> list[bisect.Verdict]:
-    """Over a fleet, the failures on a station that is not this machine: reruns here would not be reruns there.
-
-    Undecided, saying where it failed (a station that stopped answering, too), never a verdict from this machine.
-    """
-    far = []
-    for test in victims:
-        station = result.ran_on(test)
-        if station is None or station == "local":
-            continue
-        if station in result.stations_down:
-            detail = f"failed on {station}, which stopped answering: it cannot be rerun there"
-        else:
-            detail = f"failed on {station}; promote reruns a test only on this machine, where it would not tell"
-        far.append(bisect.Verdict(test, bisect.UNDECIDED, detail=detail))
-    return far
+    return verdicts
 
 
 def _by_import(

@@ -141,17 +141,17 @@ class Rerunner:
         """Kill the reruns under way and refuse new ones (the caller is being interrupted)."""
         self._stopped.set()
 
-    def _next_dir(self, name: str | None = None) -> Path:
+    def next_dir(self, name: str | None = None) -> Path:
         if self._stopped.is_set():
             raise RerunError(f"the reruns of {self.pkg.name} were stopped")
         with self._lock:
             self.invocations += 1
             out_dir = self.base / (name or f"rerun-{self.invocations:03d}")
-        with _own_files():
+        with own_files():
             state.private_dir(out_dir)
         return out_dir
 
-    def _pytest(self, out_dir: Path, *options: str, tests: int | None = None) -> Ran:
+    def pytest(self, out_dir: Path, *options: str, tests: int | None = None) -> Ran:
         """One rerun: the whole package collected as the run collected it, only the chosen tests selected.
 
         Collection is part of the order: every module is imported, as in the run (pytest imports all of
@@ -159,25 +159,16 @@ class Rerunner:
         Options are `--name=value` words and no path is given, so pytest reads the package's own
         configuration from the same rootdir (promote.runners.package).
         """
-        cmd = [
-            self.python, "-m", "pytest", "-p", "no:promote", "-p", PLUGIN,
-            # One process, serial, and leaks left in place: otherwise the polluter could not pollute.
-            *serial_options(self.pkg, self.python), "-p", "no:cacheprovider", "-q",
-            # A module elsewhere that fails to import must not stop the tests asked for.
-            "--continue-on-collection-errors",
-            *options, *self.pkg.args,
-        ]  # fmt: skip
-        if self.station is not None:
-            cmd.append(f"--promote-station={self.station}")
+        cmd, env = self.command(out_dir, options)
         log = out_dir / "pytest.log"
-        with _own_files():
+        with own_files():
             sink = state.open_private_log(log)
         with sink:
             # Its own session: a test killed for its time takes the processes it started with it.
             proc = subprocess.Popen(
                 cmd,
                 cwd=self.pkg.path,
-                env=environment(self.pkg, self.python),
+                env=env,
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -188,6 +179,20 @@ class Rerunner:
         finally:
             if proc.poll() is None:
                 _kill_group(proc)
+
+    def command(self, out_dir: Path, options: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+        """The pytest command of one rerun here, and its environment."""
+        cmd = [
+            self.python, "-m", "pytest", "-p", "no:promote", "-p", PLUGIN,
+            # One process, serial, and leaks left in place: otherwise the polluter could not pollute.
+            *serial_options(self.pkg, self.python), "-p", "no:cacheprovider", "-q",
+            # A module elsewhere that fails to import must not stop the tests asked for.
+            "--continue-on-collection-errors",
+            *options, *self.pkg.args,
+        ]  # fmt: skip
+        if self.station is not None:
+            cmd.append(f"--promote-station={self.station}")
+        return cmd, environment(self.pkg, self.python)
 
     def _follow(self, proc: subprocess.Popen[bytes], out_dir: Path, log: Path, tests: int | None) -> Ran:
         """Wait for the rerun, killing it (and its process group) once a test or the whole run overruns."""
@@ -211,8 +216,8 @@ class Rerunner:
         One process both learns the order and sees whether the whole prefix makes the victim fail;
         None when the package has no such test.
         """
-        out_dir = self._next_dir("through")
-        self._pytest(out_dir, *_options(out_dir, f"--promote-until={victim}"))
+        out_dir = self.next_dir("through")
+        self.pytest(out_dir, *rerun_options(out_dir, f"--promote-until={victim}"))
         records = [t for r in read_all_results(out_dir) for t in r.tests]
         order = [t.nodeid for t in sorted(records, key=lambda t: t.index) if t.parent is None and t.index > 0]
         if victim not in order:
@@ -221,13 +226,13 @@ class Rerunner:
 
     def run_in_order(self, tests: Sequence[str], name: str) -> list[TestRecord]:
         """Run `tests` in this order in one fresh process, nothing restored; what each did."""
-        out_dir = self._next_dir(name)
+        out_dir = self.next_dir(name)
         select = out_dir / "select.txt"
-        with _own_files():
+        with own_files():
             state.write_private(select, "".join(f"{t}\n" for t in tests))
-        self._pytest(
+        self.pytest(
             out_dir,
-            *_options(out_dir, f"--promote-select={select}"),
+            *rerun_options(out_dir, f"--promote-select={select}"),
             tests=len(tests),
         )
         return [t for r in read_all_results(out_dir) for t in r.tests]
@@ -240,32 +245,32 @@ class Rerunner:
         One call when the plugin may fork the selections from one collected session (one after another); where it
         may not, the first runs in that call and each other one in a call of its own.
         """
-        out_dir = self._next_dir()
+        out_dir = self.next_dir()
         chosen = [[*s, victim] for s in selections]
-        with _own_files():
+        with own_files():
             path = state.write_private(out_dir / "selections.json", json.dumps(chosen))
         options = [f"--promote-selections={path}"]
         if ignore:
-            with _own_files():
+            with own_files():
                 ignored = state.write_private(out_dir / "ignore.txt", "".join(f"{m}\n" for m in ignore))
             options.append(f"--promote-ignore={ignored}")
-        done = self._pytest(out_dir, *_options(out_dir, *options), tests=sum(map(len, chosen)))
+        done = self.pytest(out_dir, *rerun_options(out_dir, *options), tests=sum(map(len, chosen)))
         marker = read_marker(out_dir)
         if marker is None:
             raise RerunError(f"{victim} did not run in a rerun of {self.pkg.name}: {self._why(done)} (log: {done.log})")
         forked = marker.get("forked") is True
         ended = marker.get("ended")
         ended = ended if isinstance(ended, dict) else {}
-        seen, calls = [self._seen(out_dir, "s0", victim, done, _signal_of(ended, 0, done, forked))], 1
+        seen, calls = [self.seen(out_dir, "s0", victim, done, _signal_of(ended, 0, done, forked))], 1
         for i in range(1, len(chosen)):
             if not forked:
                 more, n = self.observe([selections[i]], victim, ignore=ignore)
                 seen, calls = seen + more, calls + n
             else:
-                seen.append(self._seen(out_dir, f"s{i}", victim, done, _signal_of(ended, i, done, forked)))
+                seen.append(self.seen(out_dir, f"s{i}", victim, done, _signal_of(ended, i, done, forked)))
         return seen, calls
 
-    def _seen(self, out_dir: Path, worker: str, victim: str, done: Ran, died_of: str | None) -> Seen:
+    def seen(self, out_dir: Path, worker: str, victim: str, done: Ran, died_of: str | None) -> Seen:
         path = results_path(out_dir, worker)
         records = list(read_results(path).tests) if path.is_file() else []
         failed = judged_failed(records, victim)
@@ -301,7 +306,7 @@ class Rerunner:
 
 
 @contextlib.contextmanager
-def _own_files() -> Iterator[None]:
+def own_files() -> Iterator[None]:
     """A rerun whose own files cannot be written (a full disk) cannot tell: the run's results still stand."""
     try:
         yield
@@ -309,7 +314,7 @@ def _own_files() -> Iterator[None]:
         raise RerunError(f"the rerun could not write its files: {e}") from None
 
 
-def _options(out_dir: Path, *more: str) -> tuple[str, ...]:
+def rerun_options(out_dir: Path, *more: str) -> tuple[str, ...]:
     """promote's options for a rerun into `out_dir`, nothing restored (each a single `--name=value` word)."""
     return (f"--promote-out={out_dir}", f"--promote-leaks={OFF}", *more)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -25,6 +24,7 @@ from promote.core.findings import Finding, Rootdir
 from promote.core.redact import PACKAGE_ENV_NAMES
 from promote.core.station import Station
 from promote.runners import package as runner
+from promote.runners.causes.station_rerun import SPEC, addopts
 from promote.runners.fleet import members as fleet_members
 from promote.runners.fleet.faults import fleet_findings, read_outcome
 from promote.runners.fleet.members import Member
@@ -35,16 +35,6 @@ from promote.runners.remote.faults import station_error
 from promote.runners.summary import PackageResult, crashed_tests, summarize
 
 PART = "all"
-SPEC = "fleet-spec.json"
-
-
-def addopts(pkg: PackageConfig) -> str:
-    """The package's `args` as PYTEST_ADDOPTS (after any the environment has), for the controller and every worker.
-
-    Not on the command line: xdist rewrites a command-line path that exists here for a station and refuses one it
-    cannot, while a worker resolves PYTEST_ADDOPTS in its own directory, as `cd PACKAGE && pytest ARGS` would.
-    """
-    return " ".join(part for part in (os.environ.get("PYTEST_ADDOPTS", ""), shlex.join(pkg.args)) if part)
 
 
 def worker_env(pkg: PackageConfig) -> dict[str, str]:
@@ -61,6 +51,7 @@ def start(pkg: PackageConfig, ready: list[Member], out_dir: Path, durations: Map
         "stations": {m.name: m.station.to_json() for m in ready},
         "scratch": {m.name: m.scratch for m in ready},
         "remote": [m.name for m in ready if m.remote],
+        "tx": {m.name: m.spec for m in ready},
         "durations": dict(durations),
     }
     path = write_atomic(out_dir / SPEC, json.dumps(spec, indent=1))

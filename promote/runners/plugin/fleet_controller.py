@@ -164,7 +164,8 @@ class Controller:
             return
         self._append(wid, list(output.get(LINES, ())))
         for name, text in dict(output.get(FILES, {})).items():
-            if name == Path(name).name and name.endswith(f"-{wid}{Path(name).suffix}"):
+            # A plain file name of the worker's own directory: nothing it sends is written outside this one.
+            if name == Path(name).name and not name.startswith(".") and name != progress_path(self.out, wid).name:
                 write_atomic(self.out / name, str(text))
         end = {"worker": wid, "t": round(time.time(), 6), "event": "end"}
         self._append(wid, [json.dumps(end, separators=(",", ":")) + "\n"])

@@ -8,6 +8,7 @@ ride on its `workeroutput`. Nothing is copied back by ssh.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import Any
@@ -100,9 +101,13 @@ class Relay:
         result = yield
         output: dict[str, Any] = getattr(self.config, "workeroutput", {})
         output[LINES] = self._drain()
+        # Every file it wrote (a rerun's forked selections write their own), but the progress log already sent.
+        own = f"progress-{self.worker}.jsonl"
         files = {}
-        for path in sorted(self.scratch.glob(f"*-{self.worker}.*")):
-            if path.is_file() and not path.name.startswith("progress-"):
+        for path in sorted(self.scratch.iterdir()) if self.scratch.is_dir() else ():
+            if path.is_file() and path.name != own:
                 files[path.name] = path.read_text(encoding="utf-8", errors="replace")
         output[FILES] = files
+        # Its records now travel in the output: nothing is left on the station (the log's descriptor stays open).
+        shutil.rmtree(self.scratch, ignore_errors=True)
         return result

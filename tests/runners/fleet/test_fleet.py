@@ -215,3 +215,38 @@ def test_mlx_runs_in_each_stations_workers_with_its_leak_probes(
     # The workers there recorded with MLX imported (its version is in each worker's results).
     results = [json.loads(p.read_text()) for p in Path(pkg["results"]).rglob("results-*.json")]
     assert len(results) == 2 and all(r["mlx"] for r in results)
+
+
+WHERE = {
+    "test_where.py": """
+        import os
+        import pytest
+
+        @pytest.mark.parametrize("i", range(8))
+        def test_not_on_training(i):
+            assert "at-training" not in os.getcwd()
+    """,
+}
+
+
+def test_a_failure_is_rerun_on_its_station_and_alone_on_another(
+    tmp_path: Path, mini: sshd.Sshd, training: sshd.Sshd
+) -> None:
+    body = package("pkg", stations=["mini", "training"])
+    body += mini.station_toml("mini", python=sys.executable, workdir=str(tmp_path / "at-mini"), workers=2)
+    body += training.station_toml("training", python=sys.executable, workdir=str(tmp_path / "at-training"), workers=2)
+    repo = workspace(tmp_path, {"pkg": WHERE}, body)
+
+    code, report, stderr = promote_test(repo)
+
+    pkg = of(report, "pkg")
+    placed = pkg["placement"]
+    failed = {v["test"]: v for v in pkg["reruns"]}
+    assert code == 1 and failed, stderr
+    # Every failure was on training, rerun there (it fails alone there too), and passed alone on mini.
+    for test, verdict in failed.items():
+        assert placed[test] == "training"
+        assert (verdict["verdict"], verdict["station"], verdict["passes_on"]) == ("genuine", "training", ["mini"])
+    assert {t for t, s in placed.items() if s == "training"} == set(failed)
+    reruns = Path(pkg["results"]) / "reruns"
+    assert sorted(p.name for p in reruns.iterdir()) == ["mini", "training"]

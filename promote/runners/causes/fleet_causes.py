@@ -1,0 +1,74 @@
+"""Causes over a fleet: each failure rerun on the station it failed on, and once alone on another that can run it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from promote.config import PackageConfig
+from promote.core.station import Station
+from promote.runners.causes import bisect, station_rerun
+from promote.runners.causes.budget import Budget
+from promote.runners.causes.rerun import RerunError, Rerunner
+from promote.runners.summary import PackageResult
+
+
+def rerunners(pkg: PackageConfig, result: PackageResult, victims: list[str]) -> list[tuple[Rerunner, list[str]]]:
+    """Who reruns which failures: here for a package run here (or on one station), else the station of each."""
+    if not victims:
+        return []
+    base = result.out_dir / "reruns"
+    if not result.placed:
+        station = result.out_dir.parent / "station.json"
+        return [(Rerunner(pkg, pkg.interpreter, base, station if station.is_file() else None), victims)]
+    fleet = station_rerun.places(result.out_dir)
+    groups: dict[str, list[str]] = {}
+    for victim in victims:
+        groups.setdefault(result.ran_on(victim) or station_rerun.LOCAL, []).append(victim)
+    return [
+        (station_rerun.StationRerunner(pkg, pkg.interpreter, base / name, fleet[name]), group)
+        for name, group in groups.items()
+        if name in fleet
+    ]
+
+
+def across(
+    pkg: PackageConfig,
+    result: PackageResult,
+    rerunner: station_rerun.StationRerunner,
+    found: list[bisect.Verdict],
+    budget: Budget,
+) -> list[bisect.Verdict]:
+    """A failure that fails alone on its station, run alone on another that can run it: does it pass there?
+
+    One rerun each, on the first other station of the fleet whose inventory meets the test's requirements.
+    """
+    fleet = station_rerun.places(result.out_dir)
+    needs = {t.nodeid: t.requirements for t in result.tests if t.parent is None}
+    checked = []
+    for v in found:
+        others = [
+            place for name, place in fleet.items()
+            if name != rerunner.place.name and name not in result.stations_down
+            and not Station.from_json(place.station).lacking(needs.get(v.test, ()))
+        ]  # fmt: skip
+        if v.kind != bisect.GENUINE or not others or not budget.take(1, by=v.test):
+            checked.append(v)
+            continue
+        there = station_rerun.StationRerunner(pkg, pkg.interpreter, rerunner.base.parent / others[0].name, others[0])
+        try:
+            passed = not there.fails([], v.test)
+        except RerunError:
+            passed = False
+        checked.append(replace(v, reruns=v.reruns + 1, passes_on=(others[0].name,) if passed else ()))
+    return checked
+
+
+def unreachable(result: PackageResult, victims: list[str]) -> list[bisect.Verdict]:
+    """Over a fleet, the failures on a station that stopped answering: undecided, saying so (no rerun can tell)."""
+    far = []
+    for test in victims:
+        station = result.ran_on(test)
+        if station is not None and station in result.stations_down:
+            detail = f"failed on {station}, which stopped answering: it cannot be rerun there"
+            far.append(bisect.Verdict(test, bisect.UNDECIDED, detail=detail))
+    return far
