@@ -24,6 +24,7 @@ class FleetOutcome:
     workers: dict[str, str] = field(default_factory=dict)
     down: dict[str, str] = field(default_factory=dict)
     unplaced: tuple[str, ...] = ()
+    timed_out: tuple[str, ...] = ()  # a station's tests the controller ended for running past the timeout
     read: bool = False  # False: the controller wrote no record (it did not get to its end)
 
 
@@ -36,9 +37,10 @@ def read_outcome(part_dir: Path) -> FleetOutcome:
         data = read_object(part_dir / RESULT)
     except (OSError, JsonRejected):
         return FleetOutcome()
-    unplaced = data.get("unplaced")
+    unplaced, late = data.get("unplaced"), data.get("timed_out")
     ids = tuple(str(n) for n in unplaced) if isinstance(unplaced, list) else ()
-    return FleetOutcome(_strings(data.get("workers")), _strings(data.get("down")), ids, read=True)
+    timed_out = tuple(str(n) for n in late) if isinstance(late, list) else ()
+    return FleetOutcome(_strings(data.get("workers")), _strings(data.get("down")), ids, timed_out, read=True)
 
 
 def _names(tests: list[str]) -> str:

@@ -53,6 +53,7 @@ def start(pkg: PackageConfig, ready: list[Member], out_dir: Path, durations: Map
         "remote": [m.name for m in ready if m.remote],
         "tx": {m.name: m.spec for m in ready},
         "durations": dict(durations),
+        "timeout_s": pkg.timeout_s,
     }
     path = write_atomic(out_dir / SPEC, json.dumps(spec, indent=1))
     workers = sum(m.workers for m in ready)
@@ -102,10 +103,12 @@ def run_fleet(
     finally:
         fleet_members.clean(ready)
         shutil.rmtree(part_dir / "scratch", ignore_errors=True)
+    outcome = read_outcome(part_dir)
+    # A station's tests past the timeout were ended by the controller; this machine's, by the run's own watch.
+    parts = [replace(p, timed_out=(*p.timed_out, *outcome.timed_out)) for p in parts]
     result = summarize(
         pkg.name, pkg.path, out_dir, station=label, parts=parts, timeout_s=pkg.timeout_s, rootdir=rootdir
     )
-    outcome = read_outcome(part_dir)
     crashed = crashed_tests(part_dir)
     ran = [(t.nodeid, t.worker) for t in result.tests if t.parent is None] + crashed
     # Left by every worker to a station that then ran none of them: never ran, said once with the unplaced.

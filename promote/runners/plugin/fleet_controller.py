@@ -9,8 +9,10 @@ in their output) into the out directory, where promote reads a fleet's records a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -98,6 +100,9 @@ class Controller:
         self.started: dict[str, str] = {}  # each worker's last test started, as its lines said
         self.placement: Placement | None = None
         self.starting = 0  # the workers that started (a station gone since it was readied has none)
+        timeout = spec.get("timeout_s")
+        # This machine's workers are watched by promote itself (their pids are here); a station's, from here.
+        self.watchdog = Watchdog(float(timeout)) if isinstance(timeout, (int, float)) and self.remote else None
 
     def pytest_plugin_registered(self, plugin: object, plugin_name: str | None) -> None:
         if plugin_name == "dsession" and not isinstance(plugin, FleetSession):
@@ -144,6 +149,11 @@ class Controller:
         finally:
             os.close(fd)
 
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        node = self.placement.sent.get(nodeid) if self.placement is not None else None
+        if node is not None and station_of(node) in self.remote and self.watchdog is not None:
+            self.watchdog.started(node, nodeid)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         node = getattr(report, "node", None)
         lines = getattr(report, LINES, None)
@@ -173,9 +183,56 @@ class Controller:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self) -> None:
         unplaced = self.placement.unplaced if self.placement is not None else []
+        timed_out = self.watchdog.stop() if self.watchdog is not None else []
         # The controller's own CPU time: what one controller can keep up with (docs/stations.md measures it).
-        record = {"workers": self.workers, "down": self.down, "unplaced": unplaced, "cpu_s": time.process_time()}
+        record = {
+            "workers": self.workers, "down": self.down, "unplaced": unplaced, "timed_out": timed_out,
+            "cpu_s": time.process_time(),
+        }  # fmt: skip
         write_atomic(self.out / RESULT, json.dumps(record, indent=1))
+
+
+class Watchdog:
+    """Ends a station's worker whose test runs past the package's timeout: its ssh session, here, is cut.
+
+    The worker there dies with its session (the plugin's workers exit with their parent); xdist then counts
+    the test as unfinished and starts a new worker there. The clock is this machine's, from the moment xdist
+    said the test started, so a station's clock does not matter.
+    """
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.running: dict[Any, tuple[str, float]] = {}
+        self.timed_out: list[str] = []
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        threading.Thread(target=self._watch, name="promote-fleet-watchdog", daemon=True).start()
+
+    def started(self, node: Any, nodeid: str) -> None:
+        with self.lock:
+            self.running[node] = (nodeid, time.monotonic())
+
+    def _watch(self) -> None:
+        while not self.done.wait(0.25):
+            now = time.monotonic()
+            with self.lock:
+                late = [(n, t) for n, (t, at) in self.running.items() if now - at > self.timeout_s]
+                for node, nodeid in late:
+                    del self.running[node]
+                    self.timed_out.append(nodeid)
+            for node, _ in late:
+                _cut(node)
+
+    def stop(self) -> list[str]:
+        self.done.set()
+        with self.lock:
+            return list(self.timed_out)
+
+
+def _cut(node: Any) -> None:
+    """Kill the ssh process that carries `node`'s worker (execnet's own handle on it)."""
+    with contextlib.suppress(Exception):
+        node.gateway._io.kill()
 
 
 def _without_pid(line: str) -> str:

@@ -28,6 +28,7 @@ class Placement:
         self.known: set[str] = set()
         self.unplaced: list[str] = []
         self.dead: set[Any] = set()  # workers a send failed to reach, until xdist says they are down
+        self.sent: dict[str, Any] = {}  # each test and the worker it was last sent to
 
     @property
     def nodes(self) -> list[Any]:
@@ -141,6 +142,7 @@ class Placement:
                 self.dead.add(node)
                 return
             queued.extend(indices)
+            self.sent.update(dict.fromkeys(send, node))
         elif not mine:
             # Nothing more for it: shut down, so that it runs the test it holds (xdist waits for a next one).
             node.shutdown()

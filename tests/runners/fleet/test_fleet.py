@@ -252,3 +252,37 @@ def test_a_failure_is_rerun_on_its_station_and_alone_on_another(
     assert {t for t, s in placed.items() if s == "training"} == set(failed)
     reruns = Path(pkg["results"]) / "reruns"
     assert sorted(p.name for p in reruns.iterdir()) == ["mini", "training"]
+
+
+HANGS = {
+    "test_hangs.py": """
+        import time
+        import pytest
+
+        def test_hangs():
+            time.sleep(120)
+
+        @pytest.mark.parametrize("i", range(4))
+        def test_quick(i):
+            pass
+    """,
+}
+
+
+def test_a_test_past_the_timeout_on_a_station_is_ended_from_here_and_the_rest_runs(
+    tmp_path: Path, mini: sshd.Sshd
+) -> None:
+    body = package("pkg", stations=["mini"], timeout_s=3)
+    body += mini.station_toml("mini", python=sys.executable, workdir=str(tmp_path / "at-mini"))
+    repo = workspace(tmp_path, {"pkg": HANGS}, body)
+    started = time.monotonic()
+
+    code, report, stderr = promote_test(repo)
+
+    assert time.monotonic() - started < 90, "the hanging test was not ended"
+    pkg = of(report, "pkg")
+    assert code == 1, stderr
+    assert pkg["passed"] == 4 and station_errors(report) == [], report["findings"]
+    [late] = [f for f in report["findings"] if f["check"] == "timeout"]
+    assert late["subject"] == "test_hangs.py::test_hangs" and "timeout_s = 3 s" in late["message"]
+    assert pkg["placement"]["test_hangs.py::test_hangs"] == "mini"
