@@ -129,10 +129,3 @@ def prepare(
     with ThreadPoolExecutor(max_workers=len(pkg.stations)) as pool:
         ready = list(pool.map(one, pkg.stations))
     return [m for m in ready if isinstance(m, Member)], [f for f in ready if isinstance(f, Finding)]
-
-
-def clean(members: list[Member]) -> None:
-    """Remove each station's scratch directory (its records came back in xdist's channel)."""
-    for m in members:
-        if m.cleanup is not None:
-            m.cleanup.run(f"rm -rf {shlex.quote(m.scratch)}", timeout=60)

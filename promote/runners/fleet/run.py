@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -98,11 +97,8 @@ def run_fleet(
     run = start(pkg, ready, out_dir, durations or {})
     if on_start is not None:
         on_start(run)
-    try:
-        parts = run.finish(on_progress)
-    finally:
-        fleet_members.clean(ready)
-        shutil.rmtree(part_dir / "scratch", ignore_errors=True)
+    # Each worker removes its own scratch directory (and the run's, once empty) as it finishes.
+    parts = run.finish(on_progress)
     outcome = read_outcome(part_dir)
     # A station's tests past the timeout were ended by the controller; this machine's, by the run's own watch.
     parts = [replace(p, timed_out=(*p.timed_out, *outcome.timed_out)) for p in parts]

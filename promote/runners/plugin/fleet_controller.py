@@ -10,16 +10,18 @@ in their output) into the out directory, where promote reads a fleet's records a
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 from xdist.dsession import DSession  # type: ignore[import-untyped]
-from xdist.workermanage import NodeManager  # type: ignore[import-untyped]
+from xdist.workermanage import NodeManager, WorkerController  # type: ignore[import-untyped]
 
 from promote.runners.plugin.fleet_schedule import Placement
 from promote.runners.plugin.fleet_worker import FILES, FLEET, LINES
@@ -57,18 +59,29 @@ class FleetSession(DSession):  # type: ignore[misc]
         # xdist's setup_nodes, one spec at a time: a station gone since promote readied it is left out, not fatal.
         manager = self.nodemanager = _Unsynced(self.config)
         self.config.hook.pytest_xdist_setupnodes(config=self.config, specs=manager.specs)
-        for spec in manager.specs:
+        # The connections at once (each an ssh session and a Python starting there), the workers in order.
+        with ThreadPoolExecutor(max_workers=len(manager.specs)) as pool:
+            made = list(pool.map(functools.partial(_connect, manager), manager.specs))
+        for spec, gateway in zip(manager.specs, made, strict=True):
             station = str(getattr(spec, "promote_station", LOCAL))
-            if station in self.fleet.down:
-                continue
-            try:
-                self._active_nodes.add(manager.setup_node(spec, self.queue.put))
-            except Exception as e:  # execnet's HostNotFound, or the connection failing as it starts
-                self.fleet.down[station] = f"{type(e).__name__}: {e}".strip(": ")
+            if isinstance(gateway, Exception):
+                self.fleet.down.setdefault(station, f"{type(gateway).__name__}: {gateway}".strip(": "))
+            elif station in self.fleet.down:
+                gateway.exit()
+            else:
+                self._active_nodes.add(self._start(manager, gateway))
         self.fleet.starting = len(self._active_nodes)
         self._session = session
         if not self._active_nodes:
             pytest.exit("no station of the fleet answered: no worker started", returncode=3)
+
+    def _start(self, manager: Any, gateway: Any) -> Any:
+        """xdist's NodeManager.setup_node once the gateway is made: its worker set up and sent its input."""
+        self.config.hook.pytest_xdist_newgateway(gateway=gateway)
+        node = WorkerController(manager, gateway, self.config, self.queue.put)
+        gateway.node = node  # keeps the node alive, as xdist does
+        node.setup()
+        return node
 
     def _clone_node(self, node: Any) -> Any:
         # A worker that died is replaced on its station; a station that no longer answers is not retried.
@@ -233,6 +246,14 @@ def _cut(node: Any) -> None:
     """Kill the ssh process that carries `node`'s worker (execnet's own handle on it)."""
     with contextlib.suppress(Exception):
         node.gateway._io.kill()
+
+
+def _connect(manager: Any, spec: Any) -> Any:
+    """The gateway for `spec`, or the exception that kept it from being made."""
+    try:
+        return manager.group.makegateway(spec)
+    except Exception as e:  # execnet's HostNotFound, or the connection failing as it starts
+        return e
 
 
 def _without_pid(line: str) -> str:

@@ -8,6 +8,8 @@ ride on its `workeroutput`. Nothing is copied back by ssh.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 from collections.abc import Generator, Mapping
 from pathlib import Path
@@ -110,4 +112,6 @@ class Relay:
         output[FILES] = files
         # Its records now travel in the output: nothing is left on the station (the log's descriptor stays open).
         shutil.rmtree(self.scratch, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.removedirs(self.scratch.parent)  # the run's directories above it too, once every worker is done
         return result

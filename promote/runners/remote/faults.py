@@ -72,6 +72,9 @@ def describe(done: ProcessOutcome) -> str:
     complaint = ssh_complaint(done.log)
     if complaint is not None:
         return f"the connection was lost during the {done.part!r} part ({complaint})"
+    if done.status == 255:
+        # ssh's own failure; over a shared connection whose master died, ssh says nothing more.
+        return f"the connection was lost during the {done.part!r} part (ssh exit 255)"
     return f"pytest there ended without an exit status during the {done.part!r} part (ssh exit {done.status}; killed?)"
 
 

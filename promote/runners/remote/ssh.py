@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import stat
 import subprocess
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
@@ -57,7 +60,8 @@ class Target:
             cmd += ["-p", str(self.port)]
         if self.identity is not None:
             cmd += ["-i", str(Path(self.identity).expanduser()), "-o", "IdentitiesOnly=yes"]
-        return cmd + list(self.options)
+        # After the station's own options, so that theirs win (ssh keeps the first value it is given).
+        return cmd + list(self.options) + multiplexing()
 
     def argv(self, script: str) -> list[str]:
         """The local command that runs the POSIX shell `script` on the station."""
@@ -93,6 +97,25 @@ class Target:
         """Start `script` on the station; its output and ssh's own messages go to `sink`."""
         # Not a session of its own: Ctrl-C ends ssh as it ends a local pytest, and the runner then cleans up there.
         return subprocess.Popen(self.argv(script), stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT)
+
+
+def multiplexing() -> list[str]:
+    """ssh options that share one connection per station between promote's ssh calls (and a fleet's workers).
+
+    A run opens several (the workdir, the push, the plugin, each worker): each after the first then skips the
+    key exchange. The master ends a minute after the last of them. None when the sockets' directory cannot be
+    made private to this user.
+    """
+    where = Path(tempfile.gettempdir()) / f"promote-ssh-{os.getuid()}"
+    try:
+        where.mkdir(mode=0o700, exist_ok=True)
+        info = where.lstat()
+    except OSError:
+        return []
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return []  # not ours alone: another user could hijack the sockets in it
+    # %C: a hash of the destination, port and user, short enough for a socket's path.
+    return ["-o", "ControlMaster=auto", "-o", f"ControlPath={where}/%C", "-o", "ControlPersist=60"]
 
 
 def connection_failure(target: Target, reply: Finished) -> str:

@@ -36,7 +36,9 @@ _PREPARE_FAULTS = {
 # rsync's first complaint is the cause; what follows is its summary of the failure.
 _RSYNC_TELLING = Telling(first=True, silent="exit {status}")
 _PROBE = (
-    "import json\nfrom promote.runners.stations import detect_local\n"
+    # pytest and pytest-xdist first: without them nothing can run there (exit 94, as the workdir's check said).
+    "import sys\ntry:\n    import pytest, xdist\nexcept ImportError as e:\n    print(e, file=sys.stderr)\n"
+    "    sys.exit(94)\nimport json\nfrom promote.runners.stations import detect_local\n"
     "station, notes = detect_local()\nprint(json.dumps({'station': station.to_json(), 'notes': notes}))\n"
 )
 
@@ -93,7 +95,8 @@ def open_workdir(target: Target, workdir: str, *, git: bool) -> str:
     lines = [f"mkdir -p {shell_path(workdir)} && cd {shell_path(workdir)} && pwd -P || exit 90"]
     if git:
         lines += ["command -v git >/dev/null 2>&1 || exit 91", "[ -d .git ] || git init --quiet . >&2 || exit 92"]
-    lines += [f"command -v {py} >/dev/null 2>&1 || exit 93", f"{py} -c 'import pytest, xdist' >&2 || exit 94"]
+    # Whether it can import pytest and xdist is asked with the inventory (install), in the same Python start.
+    lines += [f"command -v {py} >/dev/null 2>&1 || exit 93"]
     reply = target.run("\n".join(lines), timeout=PREPARE_TIMEOUT_S)
     if reply.status in (255, None):
         raise _fail(target, connection_failure(target, reply))
@@ -150,7 +153,8 @@ def install(target: Target, workdir: str, sha: str | None, package_dir: str) -> 
             f"[ -d {q(package_dir)} ] || {{ echo 'no directory {package_dir}' >&2; exit 96; }}",
             f"rm -rf {q(lib + '.new')} && mkdir -p {q(lib + '.new')} && tar -xf - -C {q(lib + '.new')} || exit 97",
             f"rm -rf {q(lib)} && mv {q(lib + '.new')} {q(lib)} || exit 97",
-            f'PYTHONPATH={q(lib)}"${{PYTHONPATH:+:$PYTHONPATH}}" {py} -c {q(_PROBE)} || exit 98',
+            f'PYTHONPATH={q(lib)}"${{PYTHONPATH:+:$PYTHONPATH}}" {py} -c {q(_PROBE)}',
+            "status=$?; [ $status -eq 94 ] && exit 94; [ $status -eq 0 ] || exit 98",
         ]
     )
     reply = target.run(script, stdin=lib_tar(), timeout=PREPARE_TIMEOUT_S)
@@ -163,6 +167,7 @@ def install(target: Target, workdir: str, sha: str | None, package_dir: str) -> 
             96: f"{package_dir} is not in {source}",
             97: f"cannot unpack the promote plugin into {lib}",
             98: "cannot detect its inventory with the promote plugin",
+            94: _PREPARE_FAULTS[94].format(python=target.python),
         }.get(reply.status, "preparing the run failed")
         raise _fail(target, f"{what} ({reply.reason})")
     try:

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,7 +142,10 @@ def test_station_ssh_keys_load_and_become_one_ssh_command(tmp_path: Path) -> Non
     assert target.argv("echo 'hi there'") == [
         "ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=15", "-o", "ServerAliveInterval=10",
         "-o", "ServerAliveCountMax=3", "-p", "2222", "-i", str(tmp_path / "keys" / "id"), "-o", "IdentitiesOnly=yes",
-        "-o", "StrictHostKeyChecking=accept-new", "--", "bert@training.local", "sh -c 'echo '\"'\"'hi there'\"'\"''",
+        "-o", "StrictHostKeyChecking=accept-new",
+        # One connection per station, shared by promote's ssh calls, in a directory only this user can use.
+        "-o", "ControlMaster=auto", "-o", f"ControlPath={tempfile.gettempdir()}/promote-ssh-{os.getuid()}/%C",
+        "-o", "ControlPersist=60", "--", "bert@training.local", "sh -c 'echo '\"'\"'hi there'\"'\"''",
     ]  # fmt: skip
 
 
@@ -169,3 +173,18 @@ def test_the_tested_gate_says_a_station_package_ran_on_its_workers(tmp_path: Pat
     [there] = run.packages
     assert there.workers == 2
     assert f"there ran on {there.station}, on 2 workers" in "\n".join(gates.tested(run, None, None).evidence)
+
+
+def test_ssh_connections_are_shared_only_through_a_directory_private_to_this_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from promote.runners.remote.ssh import multiplexing
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    mine = tmp_path / f"promote-ssh-{os.getuid()}"
+    assert multiplexing()[3] == f"ControlPath={mine}/%C" and oct(mine.stat().st_mode & 0o777) == "0o700"
+    mine.chmod(0o777)  # another user could put a socket of theirs here
+    assert multiplexing() == []
+    mine.rmdir()
+    mine.symlink_to(tmp_path)  # or point it elsewhere
+    assert multiplexing() == []
