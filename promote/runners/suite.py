@@ -135,12 +135,29 @@ def select(config: Config, name: str | None) -> tuple[PackageConfig, ...]:
             raise ConfigError(f"{config.path}: package {p.name!r}: python {p.python} is not an executable here")
         # One worker runs as plain pytest; more than one needs xdist, unless the package's own options disable it.
         own = own_options(p.path, p.args, runner.environment(p, p.interpreter)) if here and p.workers > 1 else None
+        if p.stations:
+            _check_fleet(config, p)
         if own is not None and runner.on_xdist(p, own) and not runner.has_xdist(p.interpreter):
             raise ConfigError(
                 f"{config.path}: package {p.name!r}: workers = {p.workers} needs pytest-xdist, which {p.interpreter} "
                 f"cannot import (install it: {p.interpreter} -m pip install pytest-xdist; or set workers = 1)"
             )
     return chosen
+
+
+def _check_fleet(config: Config, p: PackageConfig) -> None:
+    """A fleet's session is pytest-xdist's, here: its interpreter needs xdist, and the package must not disable it."""
+    if not runner.has_xdist(p.interpreter):
+        raise ConfigError(
+            f"{config.path}: package {p.name!r}: stations = [...] runs one pytest-xdist session over them, and "
+            f"{p.interpreter} cannot import pytest-xdist (install it: {p.interpreter} -m pip install pytest-xdist)"
+        )
+    blocked = own_options(p.path, p.args, runner.environment(p, p.interpreter)).blocks("xdist")
+    if blocked is not None:
+        raise ConfigError(
+            f"{config.path}: package {p.name!r}: stations = [...] runs over pytest-xdist's workers, which its own "
+            f"options disable ({blocked}); run it on one machine (no `stations`) or let xdist load"
+        )
 
 
 def last_run_dir(config: Config, package: str) -> Path | None:
@@ -359,7 +376,8 @@ def find_causes(
         remote = plan.station_of(i) is not None
         if not remote:
             r = investigate(plan.packages[i], r, budget, on_step, only=None if only is None else only(r))
-            if only is None:
+            # What restores hid is measured here, where a fleet's stations are not: not measured for a fleet yet.
+            if only is None and not plan.packages[i].stations:
                 r = hidden.measure(plan.packages[i], r, budget, on_step)
         found.append(leak_groups.group(r, remote=remote))
     return tuple(found)

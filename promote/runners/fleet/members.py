@@ -128,4 +128,11 @@ def prepare(
 
     with ThreadPoolExecutor(max_workers=len(pkg.stations)) as pool:
         ready = list(pool.map(one, pkg.stations))
-    return [m for m in ready if isinstance(m, Member)], [f for f in ready if isinstance(f, Finding)]
+    members = [m for m in ready if isinstance(m, Member)]
+    said = [f for f in ready if isinstance(f, Finding)]
+    pushed = [m for m in members if m.remote and stations[m.name].sync == "git"]
+    if repo is not None and repo.dirty and pushed:
+        where = ", ".join(m.name for m in pushed)
+        message = f"{where} ran commit {repo.sha[:12]}; uncommitted changes to tracked files here did not go there"
+        said.append(Finding("remote-uncommitted", "warning", where, message))
+    return members, said
