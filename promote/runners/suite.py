@@ -31,12 +31,13 @@ from promote.runners.causes import hidden
 from promote.runners.causes.budget import Budget
 from promote.runners.causes.investigate import StepCallback, investigate
 from promote.runners.configuration import own_options, rootdir_of
-from promote.runners.fleet.run import run_fleet
+from promote.runners.fleet.run import check_fleet, run_fleet
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.records import write_atomic
 from promote.runners.remote import station_run as remote
 from promote.runners.stations import Inventory, inventory
+from promote.runners.stored_runs import durations_of, latest_before
 from promote.runners.summary import PackageResult, summarize
 
 STATION_FILE = "station.json"
@@ -136,37 +137,13 @@ def select(config: Config, name: str | None) -> tuple[PackageConfig, ...]:
         # One worker runs as plain pytest; more than one needs xdist, unless the package's own options disable it.
         own = own_options(p.path, p.args, runner.environment(p, p.interpreter)) if here and p.workers > 1 else None
         if p.stations:
-            _check_fleet(config, p)
+            check_fleet(config, p)
         if own is not None and runner.on_xdist(p, own) and not runner.has_xdist(p.interpreter):
             raise ConfigError(
                 f"{config.path}: package {p.name!r}: workers = {p.workers} needs pytest-xdist, which {p.interpreter} "
                 f"cannot import (install it: {p.interpreter} -m pip install pytest-xdist; or set workers = 1)"
             )
     return chosen
-
-
-def _check_fleet(config: Config, p: PackageConfig) -> None:
-    """A fleet's session is pytest-xdist's, here: its interpreter needs xdist, and the package must not disable it."""
-    if not runner.has_xdist(p.interpreter):
-        raise ConfigError(
-            f"{config.path}: package {p.name!r}: stations = [...] runs one pytest-xdist session over them, and "
-            f"{p.interpreter} cannot import pytest-xdist (install it: {p.interpreter} -m pip install pytest-xdist)"
-        )
-    blocked = own_options(p.path, p.args, runner.environment(p, p.interpreter)).blocks("xdist")
-    if blocked is not None:
-        raise ConfigError(
-            f"{config.path}: package {p.name!r}: stations = [...] runs over pytest-xdist's workers, which its own "
-            f"options disable ({blocked}); run it on one machine (no `stations`) or let xdist load"
-        )
-
-
-def last_run_dir(config: Config, package: str) -> Path | None:
-    """The newest stored run of `package`, if any (run ids sort by time)."""
-    runs = state.runs_path(config.root)
-    if not runs.is_dir():
-        return None
-    found = sorted(d / package for d in runs.iterdir() if (d / package).is_dir())
-    return found[-1] if found else None
 
 
 def station_of(config: Config, pkg: PackageConfig) -> StationConfig | None:
@@ -335,7 +312,10 @@ def run_one(
         return remote.run_remote(pkg, remote_station, run_dir, on_progress, rootdir=rootdir)
     if pkg.stations:
         on_start = live.add if live is not None else None
-        return run_fleet(pkg, stations or {}, run_dir, station, on_progress, rootdir=rootdir, on_start=on_start)
+        durations = durations_of(latest_before(run_dir, pkg.name))
+        return run_fleet(
+            pkg, stations or {}, run_dir, station, on_progress, rootdir=rootdir, on_start=on_start, durations=durations
+        )
     run = started
     if run is None:
         run = start(pkg, run_dir)

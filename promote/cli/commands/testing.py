@@ -99,7 +99,8 @@ def test_command(obj: Context, package: str | None, candidate: str | None, as_js
 def bisect_command(obj: Context, test_id: str, package: str | None, as_json: bool) -> None:
     """Find which earlier test makes TEST_ID fail: rerun it alone, then bisect what ran before it."""
     from promote.runners.causes.investigate import bisect_by_hand
-    from promote.runners.suite import last_run_dir, select
+    from promote.runners.stored_runs import last_run_dir
+    from promote.runners.suite import select
 
     config = load_config_of(obj)
     chosen = select(config, package)

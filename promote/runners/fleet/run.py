@@ -17,13 +17,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from promote.config import PackageConfig, StationConfig
+from promote.config import Config, PackageConfig, StationConfig
 from promote.core import state
+from promote.core.errors import ConfigError
 from promote.core.findings import Finding, Rootdir
 from promote.core.redact import PACKAGE_ENV_NAMES
 from promote.core.station import Station
 from promote.runners import package as runner
 from promote.runners.causes.station_rerun import SPEC, addopts
+from promote.runners.configuration import own_options
 from promote.runners.fleet import members as fleet_members
 from promote.runners.fleet.faults import fleet_findings, read_outcome
 from promote.runners.fleet.members import Member
@@ -113,3 +115,18 @@ def run_fleet(
     findings: list[Finding] = [*result.findings, *unready, *fleet_findings(outcome, ready, crashed)]
     placed = tuple(sorted({test: outcome.workers.get(worker, worker) for test, worker in ran}.items()))
     return replace(result, findings=tuple(findings), placed=placed, stations_down=tuple(sorted(outcome.down)))
+
+
+def check_fleet(config: Config, p: PackageConfig) -> None:
+    """A fleet's session is pytest-xdist's, here: its interpreter needs xdist, and the package must not disable it."""
+    if not runner.has_xdist(p.interpreter):
+        raise ConfigError(
+            f"{config.path}: package {p.name!r}: stations = [...] runs one pytest-xdist session over them, and "
+            f"{p.interpreter} cannot import pytest-xdist (install it: {p.interpreter} -m pip install pytest-xdist)"
+        )
+    blocked = own_options(p.path, p.args, runner.environment(p, p.interpreter)).blocks("xdist")
+    if blocked is not None:
+        raise ConfigError(
+            f"{config.path}: package {p.name!r}: stations = [...] runs over pytest-xdist's workers, which its own "
+            f"options disable ({blocked}); run it on one machine (no `stations`) or let xdist load"
+        )

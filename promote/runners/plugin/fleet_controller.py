@@ -167,6 +167,10 @@ class Controller:
         if node is not None and station_of(node) in self.remote and self.watchdog is not None:
             self.watchdog.started(node, nodeid)
 
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        if self.watchdog is not None:
+            self.watchdog.finished(nodeid)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         node = getattr(report, "node", None)
         lines = getattr(report, LINES, None)
@@ -224,6 +228,11 @@ class Watchdog:
     def started(self, node: Any, nodeid: str) -> None:
         with self.lock:
             self.running[node] = (nodeid, time.monotonic())
+
+    def finished(self, nodeid: str) -> None:
+        with self.lock:
+            for node in [n for n, (t, _) in self.running.items() if t == nodeid]:
+                del self.running[node]
 
     def _watch(self) -> None:
         while not self.done.wait(0.25):

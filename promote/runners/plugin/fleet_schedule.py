@@ -29,6 +29,8 @@ class Placement:
         self.unplaced: list[str] = []
         self.dead: set[Any] = set()  # workers a send failed to reach, until xdist says they are down
         self.sent: dict[str, Any] = {}  # each test and the worker it was last sent to
+        # A worker came, went or stopped answering: some pending test may have no worker left to run it.
+        self.stale = True
 
     @property
     def nodes(self) -> list[Any]:
@@ -42,7 +44,8 @@ class Placement:
     def tests_finished(self) -> bool:
         if not self.collection_is_completed or self.pending is None:
             return False
-        self._prune()
+        if self.stale:
+            self._prune()
         return not self.pending and all(len(p) < 2 for p in self.node2pending.values())
 
     @property
@@ -58,6 +61,7 @@ class Placement:
 
     def add_node_collection(self, node: Any, collection: Sequence[str]) -> None:
         self.expected -= 1
+        self.stale = True
         ids = list(collection)
         self.node2ids[node] = ids
         self.node2coll[node] = {nodeid: i for i, nodeid in enumerate(ids)}
@@ -81,6 +85,7 @@ class Placement:
 
     def remove_node(self, node: Any) -> str | None:
         """Forget a worker that ended or died; its queued tests go back first in line. The one it ran: returned."""
+        self.stale = True
         queued = self.node2pending.pop(node, [])
         ids = self.node2ids.pop(node, None)
         self.node2coll.pop(node, None)
@@ -109,6 +114,7 @@ class Placement:
         """Tests no live worker collected: unplaced, once no other collection is awaited."""
         if self.pending is None or self.expected > 0:
             return
+        self.stale = False
         live = [coll for node, coll in self.node2coll.items() if not node.shutting_down and node not in self.dead]
         stranded = [nodeid for nodeid in self.pending if not any(nodeid in coll for coll in live)]
         if stranded:
@@ -140,9 +146,11 @@ class Placement:
                 # Its connection is gone (its station dropped) and its own errordown is on its way: keep the tests.
                 self.pending[:0] = send
                 self.dead.add(node)
+                self.stale = True
                 return
             queued.extend(indices)
             self.sent.update(dict.fromkeys(send, node))
         elif not mine:
             # Nothing more for it: shut down, so that it runs the test it holds (xdist waits for a next one).
+            self.stale = True  # its collection no longer counts as a place to run anything
             node.shutdown()

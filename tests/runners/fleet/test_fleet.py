@@ -286,3 +286,33 @@ def test_a_test_past_the_timeout_on_a_station_is_ended_from_here_and_the_rest_ru
     [late] = [f for f in report["findings"] if f["check"] == "timeout"]
     assert late["subject"] == "test_hangs.py::test_hangs" and "timeout_s = 3 s" in late["message"]
     assert pkg["placement"]["test_hangs.py::test_hangs"] == "mini"
+
+
+LONGEST = {
+    "test_order.py": """
+        import time
+        import pytest
+
+        @pytest.mark.parametrize("i", range(5))
+        def test_quick(i):
+            pass
+
+        def test_long():
+            time.sleep(0.5)
+    """,
+}
+
+
+def test_the_longest_tests_of_the_last_run_are_sent_first(tmp_path: Path) -> None:
+    repo = workspace(tmp_path, {"pkg": LONGEST}, package("pkg", stations=["local"]))
+
+    def started() -> list[str]:
+        code, report, stderr = promote_test(repo)
+        assert code == 0, stderr
+        [log] = (Path(of(report, "pkg")["results"]) / "all").glob("progress-*.jsonl")
+        return [e["nodeid"] for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "start"]
+
+    first, second = started(), started()
+    assert first[-1] == "test_order.py::test_long"  # no history yet: the collection's order
+    assert second[0] == "test_order.py::test_long"  # the last run said it takes longest
+    assert sorted(first) == sorted(second)
