@@ -30,7 +30,13 @@ def cause(text: str | None) -> str:
 
 def _reruns(p: PackageResult) -> dict[str, dict[str, Any]]:
     return {
-        v.test: {"verdict": v.kind, "polluters": list(v.polluters), "detail": v.detail, "reruns": v.reruns}
+        v.test: {
+            "verdict": v.kind,
+            "polluters": list(v.polluters),
+            "detail": v.detail,
+            "reruns": v.reruns,
+            "passes_on": list(v.passes_on),
+        }
         for v in p.verdicts
     }
 
@@ -42,10 +48,11 @@ def package_failures(p: PackageResult) -> list[dict[str, Any]]:
     for t in p.tests:
         if t.parent is None and is_red(t.outcome) and t.nodeid not in blocked:
             text = t.excerpt or t.longrepr
-            out.append({"test": t.nodeid, "outcome": t.outcome, "cause": cause(text), "rerun": reruns.get(t.nodeid)})
+            out.append({"test": t.nodeid, "outcome": t.outcome, "cause": cause(text), "rerun": reruns.get(t.nodeid),
+                        "station": p.ran_on(t.nodeid)})  # fmt: skip
     for nodeid in p.crashed_tests:
         out.append({"test": nodeid, "outcome": "crashed", "cause": "its worker process died while running it",
-                    "rerun": reruns.get(nodeid)})  # fmt: skip
+                    "rerun": reruns.get(nodeid), "station": p.ran_on(nodeid)})  # fmt: skip
     return out
 
 

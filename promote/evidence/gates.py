@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from promote.checks.ci import CIOutcome
@@ -62,6 +63,11 @@ def names(items: list[str], *, code: bool = True) -> str:
 
 def _how(p: PackageResult) -> str:
     """Where and how a package ran."""
+    if p.placed:
+        per = Counter(station for _, station in p.placed)
+        return "over a fleet, each test where its requirements are met: " + ", ".join(
+            f"{plural(n, 'test')} on `{station}`" for station, n in sorted(per.items())
+        )
     if p.workers <= 1:
         how = "serially in one process (workers = 1)"
     else:
@@ -125,6 +131,11 @@ def tested(
         lines.append(f"{who} ran {how}")
     details = []
     for p in run.packages:
+        if counts[p.name] == 0 and p.stations_down:
+            # A fleet none of whose stations answered observed nothing: not a pass, and no failure either.
+            statuses.append(UNDECIDED)
+            lines.append(f"{p.name}: no station of its fleet answered ({names(list(p.stations_down))}): nothing ran")
+            continue
         statuses.append(PASS if p.green else FAIL)
         red = [t for n, t in ((p.failed, f"{p.failed} failed"), (p.errors, plural(p.errors, "error")),
                               (p.crashed, f"{p.crashed} crashed")) if n]  # fmt: skip
@@ -141,7 +152,7 @@ def tested(
         lines += [f"{p.name}: {f.message}" for f in p.findings if f.check == "package-error" and f.subject == p.name]
     if any(f.check == "rerun-undecided" for f in run.findings):
         statuses.append(UNDECIDED)
-        lines.append("the cause of some failures is undecided (rerun budget)")
+        lines.append("the cause of some failures is undecided (see rerun-undecided)")
     if deltas is not None:
         if deltas.fixed:
             fixed = [d.nodeid for d in deltas.fixed]

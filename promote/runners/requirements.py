@@ -7,7 +7,7 @@ requirements the rule table reads out of how a test failed, errored or was skipp
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from promote.config import RequirementsConfig
@@ -100,27 +100,36 @@ def _by_subtests(
     return verdict(test, tuple(lacking), inventory)
 
 
-def classify(result: PackageResult, inventory: Inventory, rules: Sequence[Rule]) -> PackageResult:
+def classify(
+    result: PackageResult,
+    inventory: Inventory,
+    rules: Sequence[Rule],
+    ran_on: Callable[[TestRecord], Inventory] | None = None,
+    here: str | None = None,
+) -> PackageResult:
     """Move the tests this station cannot run out of failed/errors/skipped into `blocked`, with findings.
 
     A subtest blocked by a requirement is blocked, not failed; its test is blocked when every failed
     subtest is. The findings name every requirement with the tests and subtests that need it.
+    `ran_on`: over a fleet, the inventory as the station each test ran on sees it; `here`: where it ran, as the
+    findings say it (this station's name by default).
     """
+    of = ran_on or (lambda _: inventory)
     excluded = set(result.crashed_tests) | {f.subject for f in result.findings if f.check == "timeout"}
     children: dict[str, list[TestRecord]] = defaultdict(list)
     subs: dict[str, Blocked] = {}
     for t in result.tests:
         if t.parent is not None and t.parent not in excluded:
             children[t.parent].append(t)
-            if t.outcome in UNRUN and t.nodeid not in subs and (b := blocked(t, inventory, rules)) is not None:
+            if t.outcome in UNRUN and t.nodeid not in subs and (b := blocked(t, of(t), rules)) is not None:
                 subs[t.nodeid] = b
     found: dict[str, Blocked] = {}
     own: list[Blocked] = []  # what each test needed in its own body, apart from its subtests
     for t in result.tests:
         if t.parent is None and t.outcome in UNRUN and t.nodeid not in excluded and t.nodeid not in found:
-            b = blocked(t, inventory, rules)
+            b = blocked(t, of(t), rules)
             own += [b] if b is not None else []
-            if (whole := _by_subtests(t, b, children.get(t.nodeid, ()), subs, inventory)) is not None:
+            if (whole := _by_subtests(t, b, children.get(t.nodeid, ()), subs, of(t))) is not None:
                 found[t.nodeid] = whole
     if not found and not subs:
         return result
@@ -144,7 +153,7 @@ def classify(result: PackageResult, inventory: Inventory, rules: Sequence[Rule])
         blocked_tests=tuple(found),
         blockers=(*found.values(), *subs.values()),
         judged=judged,
-        findings=kept + findings(judged, inventory.local.name, result.rootdir, declared),
+        findings=kept + findings(judged, here or inventory.local.name, result.rootdir, declared),
     )
 
 

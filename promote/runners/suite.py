@@ -31,7 +31,7 @@ from promote.runners.causes import hidden
 from promote.runners.causes.budget import Budget
 from promote.runners.causes.investigate import StepCallback, investigate
 from promote.runners.configuration import own_options, rootdir_of
-from promote.runners.fleet.run import check_fleet, run_fleet
+from promote.runners.fleet.run import check_fleet, fleet_inventories, run_fleet
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.records import write_atomic
@@ -339,7 +339,9 @@ def start(pkg: PackageConfig, run_dir: Path) -> runner.PackageRun:
 def classify_blocked(plan: Plan, fleet: Inventory, results: tuple[PackageResult, ...]) -> tuple[PackageResult, ...]:
     """Tests no station here can run are blocked, not failed; they are not rerun or bisected below."""
     rules = requirements.rules_of(plan.config.requirements)
-    return tuple(requirements.classify(r, remote.inventory_for(fleet, r), rules) for r in results)
+    return tuple(
+        requirements.classify(r, remote.inventory_for(fleet, r), rules, *fleet_inventories(fleet, r)) for r in results
+    )
 
 
 def find_causes(

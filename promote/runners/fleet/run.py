@@ -24,15 +24,16 @@ from promote.core.findings import Finding, Rootdir
 from promote.core.redact import PACKAGE_ENV_NAMES
 from promote.core.station import Station
 from promote.runners import package as runner
-from promote.runners.causes.station_rerun import SPEC, addopts
+from promote.runners.causes.station_rerun import SPEC, addopts, places
 from promote.runners.configuration import own_options
 from promote.runners.fleet import members as fleet_members
 from promote.runners.fleet.faults import fleet_findings, read_outcome
 from promote.runners.fleet.members import Member
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.fleet_worker import read_elsewhere
-from promote.runners.plugin.records import write_atomic
+from promote.runners.plugin.records import TestRecord, write_atomic
 from promote.runners.remote.faults import station_error
+from promote.runners.stations import Inventory
 from promote.runners.summary import PackageResult, crashed_tests, summarize
 
 PART = "all"
@@ -95,7 +96,8 @@ def run_fleet(
             on_progress(pkg.name, 0, 0, True)
         nothing = station_error(", ".join(pkg.stations), "no station of the fleet could run the package: nothing ran")
         said = (*unready, nothing)
-        return PackageResult(pkg.name, pkg.path, label, 255, time.monotonic() - t0, (), (), said, out_dir)
+        took = time.monotonic() - t0
+        return PackageResult(pkg.name, pkg.path, label, 255, took, (), (), said, out_dir, stations_down=pkg.stations)
     run = start(pkg, ready, out_dir, durations or {})
     if on_start is not None:
         on_start(run)
@@ -130,3 +132,22 @@ def check_fleet(config: Config, p: PackageConfig) -> None:
             f"{config.path}: package {p.name!r}: stations = [...] runs over pytest-xdist's workers, which its own "
             f"options disable ({blocked}); run it on one machine (no `stations`) or let xdist load"
         )
+
+
+def fleet_inventories(
+    inventory: Inventory, result: PackageResult
+) -> tuple[Callable[[TestRecord], Inventory] | None, str | None]:
+    """For a fleet's result: each test's inventory as the station it ran on sees it, and the fleet as findings name
+    it ("here" is where it ran); (None, None) for a package run on one station."""
+    fleet = places(result.out_dir)
+    if not result.placed or not fleet:
+        return None, None
+    seen = {name: replace(Station.from_json(p.station), local=True) for name, p in fleet.items()}
+    others = tuple(replace(s, local=False) for s in inventory.stations if s.name not in seen and not s.local)
+    each = {name: Inventory((station, *others), inventory.notes) for name, station in seen.items()}
+    anywhere = Inventory((*seen.values(), *others), inventory.notes)
+
+    def ran_on(test: TestRecord) -> Inventory:
+        return each.get(result.ran_on(test.parent or test.nodeid) or "", anywhere)
+
+    return ran_on, "the fleet (" + ", ".join(fleet) + ")"

@@ -316,3 +316,45 @@ def test_the_longest_tests_of_the_last_run_are_sent_first(tmp_path: Path) -> Non
     assert first[-1] == "test_order.py::test_long"  # no history yet: the collection's order
     assert second[0] == "test_order.py::test_long"  # the last run said it takes longest
     assert sorted(first) == sorted(second)
+
+
+def test_a_fleet_no_station_of_which_answers_is_undecided_never_green(tmp_path: Path) -> None:
+    from promote.config import load_config
+    from promote.evidence import gates
+    from promote.runners.suite import run_tests
+    from tests.helpers.sshd import free_port
+
+    body = package("pkg", stations=["mini"]) + (
+        f'[promote.stations.mini]\nssh = "nobody@127.0.0.1"\nport = {free_port()}\n'
+        'ssh_options = ["-F", "/dev/null", "-o", "StrictHostKeyChecking=no"]\n'
+    )
+    repo = workspace(tmp_path, {"pkg": {"test_a.py": "def test_a():\n    pass\n"}}, body)
+
+    run = run_tests(load_config(repo))
+
+    assert not run.green
+    [pkg] = run.packages
+    assert pkg.stations_down == ("mini",) and sum(pkg.counts.values()) == 0
+    errors = [f.message for f in pkg.findings if f.check == "station-error"]
+    assert any("cannot connect" in m for m in errors) and any("nothing ran" in m for m in errors)
+    gate = gates.tested(run, None, None)
+    assert gate.status == "undecided", gate
+    assert any("no station of its fleet answered (`mini`): nothing ran" in line for line in gate.evidence)
+
+
+def test_the_page_says_which_station_each_red_test_failed_on(tmp_path: Path) -> None:
+    from promote.config import load_config
+    from promote.evidence import gates
+    from promote.evidence.failures import failures
+    from promote.runners.suite import run_tests
+
+    files = {"test_b.py": "def test_bad():\n    assert 0\n\ndef test_good():\n    pass\n"}
+    repo = workspace(tmp_path, {"pkg": files}, package("pkg", stations=["local"], workers=2))
+
+    run = run_tests(load_config(repo))
+
+    [group] = failures(run)
+    [red] = group["tests"]
+    assert (red["test"], red["station"], red["rerun"]["verdict"]) == ("test_b.py::test_bad", "local", "genuine")
+    evidence = gates.tested(run, None, None).evidence
+    assert any("over a fleet, each test where its requirements are met: 2 tests on `local`" in g for g in evidence)
