@@ -25,7 +25,8 @@ SUITE = {
 
         def say(name):
             with open(os.environ["FLEET_WITNESS"], "a") as f:
-                f.write(json.dumps({"test": name, "cwd": os.getcwd(), "worker": os.environ["PYTEST_XDIST_WORKER"]}) + "\\n")
+                seen = {"test": name, "cwd": os.getcwd(), "worker": os.environ["PYTEST_XDIST_WORKER"]}
+                f.write(json.dumps(seen) + "\\n")
 
         @pytest.mark.parametrize("i", range(8))
         def test_anywhere(i):
@@ -171,7 +172,9 @@ MLX = {
         import mlx.core as mx
         import pytest
 
-        @pytest.mark.parametrize("site", [pytest.param(s, marks=pytest.mark.requires(f"site:{s}")) for s in ("mini", "training")])
+        SITES = [pytest.param(s, marks=pytest.mark.requires(f"site:{s}")) for s in ("mini", "training")]
+
+        @pytest.mark.parametrize("site", SITES)
         def test_computes_on_the_main_thread(site):
             assert threading.current_thread() is threading.main_thread()
             assert mx.sum(mx.arange(4)).item() == 6
