@@ -103,7 +103,7 @@ class Relay:
         result = yield
         output: dict[str, Any] = getattr(self.config, "workeroutput", {})
         output[LINES] = self._drain()
-        # Every file it wrote (a rerun's forked selections write their own), but the progress log already sent.
+        # Every file it wrote (results, what it collected, what it left to other stations) but the log already sent.
         own = f"progress-{self.worker}.jsonl"
         files = {}
         for path in sorted(self.scratch.iterdir()) if self.scratch.is_dir() else ():
