@@ -2,7 +2,9 @@
 
 Inert unless `--promote-out DIR` is given: then each process that runs tests (the only process
 without xdist, each worker with it; never the xdist controller) writes `DIR/results-<worker>.json`
-at session end and appends to `DIR/progress-<worker>.jsonl` as each test starts and finishes.
+at session end and appends to `DIR/progress-<worker>.jsonl` as each test starts and finishes. Over a
+fleet (`--promote-fleet`), each worker writes into a scratch directory of its own and sends the same lines
+and files in xdist's channel, and the controller writes them into DIR (fleet_worker, fleet_controller).
 promote writes each package's JUnit XML from these records after the run (promote/runners/junit.py).
 """
 
