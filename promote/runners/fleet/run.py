@@ -143,7 +143,10 @@ def fleet_inventories(
     if not result.placed or not fleet:
         return None, None
     seen = {name: replace(Station.from_json(p.station), local=True) for name, p in fleet.items()}
-    others = tuple(replace(s, local=False) for s in inventory.stations if s.name not in seen and not s.local)
+    # This machine is one of the others when the fleet does not include it (then it is `local` in `seen`).
+    others = tuple(
+        replace(s, local=False) for s in inventory.stations if s.name not in seen and not (s.local and "local" in seen)
+    )
     each = {name: Inventory((station, *others), inventory.notes) for name, station in seen.items()}
     anywhere = Inventory((*seen.values(), *others), inventory.notes)
 
