@@ -44,6 +44,8 @@ def across(
     """
     fleet = station_rerun.places(result.out_dir)
     needs = {t.nodeid: t.requirements for t in result.tests if t.parent is None}
+    # One rerunner per station it goes to, in a directory of its own: each rerun gets a fresh numbered directory.
+    theirs: dict[str, station_rerun.StationRerunner] = {}
     checked = []
     for v in found:
         others = [
@@ -54,12 +56,16 @@ def across(
         if v.kind != bisect.GENUINE or not others or not budget.take(1, by=v.test):
             checked.append(v)
             continue
-        there = station_rerun.StationRerunner(pkg, pkg.interpreter, rerunner.base.parent / others[0].name, others[0])
+        place = others[0]
+        if place.name not in theirs:
+            base = rerunner.base.parent / f"{place.name}-after-{rerunner.place.name}"
+            theirs[place.name] = station_rerun.StationRerunner(pkg, pkg.interpreter, base, place)
+        there = theirs[place.name]
         try:
             passed = not there.fails([], v.test)
         except RerunError:
             passed = False
-        checked.append(replace(v, reruns=v.reruns + 1, passes_on=(others[0].name,) if passed else ()))
+        checked.append(replace(v, reruns=v.reruns + 1, passes_on=(place.name,) if passed else ()))
     return checked
 
 

@@ -254,7 +254,8 @@ def test_a_failure_is_rerun_on_its_station_and_alone_on_another(
         assert (verdict["verdict"], verdict["station"], verdict["passes_on"]) == ("genuine", "training", ["mini"])
     assert {t for t, s in placed.items() if s == "training"} == set(failed)
     reruns = Path(pkg["results"]) / "reruns"
-    assert sorted(p.name for p in reruns.iterdir()) == ["mini", "training"]
+    # Its reruns on training, and the ones alone on mini after it, each in a directory of their own.
+    assert sorted(p.name for p in reruns.iterdir()) == ["mini-after-training", "training"]
 
 
 HANGS = {
