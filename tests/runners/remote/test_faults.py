@@ -101,7 +101,8 @@ def test_a_run_cut_off_midway_counts_only_what_finished(tmp_path: Path, server: 
     cmd = [sys.executable, "-m", "promote", "-C", str(repo), "test", "--json"]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         deadline = time.monotonic() + 120
-        while not marker.exists():
+        # The test writes its pid into the marker: it may exist a moment before the pid is in it.
+        while not (marker.exists() and marker.read_text().strip()):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.1)
         pid = int(marker.read_text())
