@@ -191,11 +191,17 @@ class Recorder:
         run = self.running = _Running(nodeid, self.index, threading.current_thread())
         self.where, self.phase = nodeid, "setup"
         self.progress.start(shown_id(self.config, nodeid), run.index)
-        self.before = self.watch.before_test() if self.watch else None
+        # A fleet's worker compares as the teardown report is logged, inside pytest's own warnings context: it takes
+        # its snapshot inside that context too (pytest_runtest_logstart), or pytest's filters would read as a leak.
+        self.before = self.watch.before_test() if self.watch and self.progress.outbox is None else None
         try:
             return (yield)
         finally:
             self.conclude(run, item)
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        if self.watch is not None and self.progress.outbox is not None and self.running is not None:
+            self.before = self.watch.before_test()
 
     def conclude(self, run: _Running, item: pytest.Item) -> None:
         """After teardown: compare, name this test as the cause, restore if asked; then write its finish line.
