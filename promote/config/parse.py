@@ -27,9 +27,7 @@ from promote.config.settings import (
 )
 from promote.config.tables import TableReader
 from promote.core.policies import CONFIGURABLE_LEAK_POLICIES, REPORT
-from promote.core.station import Station
-
-LOCAL_STATION = "local"  # in a package's `stations`: this machine
+from promote.core.station import FLEET_LOCAL, Station
 
 
 def _is_str(v: object) -> bool:
@@ -239,13 +237,13 @@ class Parser(TableReader):
 
     def fleet(self, tbl: Mapping[str, Any], where: str, station: str | None, names: set[str]) -> tuple[str, ...]:
         """A package's `stations`: configured stations (or "local", this machine), each once; not with `station`."""
-        known = ", ".join(sorted(names | {LOCAL_STATION}))
+        known = ", ".join(sorted(names | {FLEET_LOCAL}))
         rule = f"a list of station names ({known}), each once"
         fleet = self.get(tbl, "stations", where, _is_str_list, rule, [])
         if "stations" in tbl and (not fleet or len(set(fleet)) != len(fleet)):
             raise self.fail(f"{where}.stations", rule, fleet)
         for name in fleet:
-            if name != LOCAL_STATION and name not in names:
+            if name != FLEET_LOCAL and name not in names:
                 raise self.fail(f"{where}.stations", rule, name)
         if fleet and station is not None:
             raise self.fail(

@@ -16,6 +16,9 @@ from promote.core.bounded_json import read_object
 MARKER_KEYWORDS = ("device", "memory_gb", "platform")
 
 
+FLEET_LOCAL = "local"  # in a package's `stations`: this machine
+
+
 @dataclass(frozen=True)
 class Station:
     """A machine tests may run on: what it is and which named resources it holds."""

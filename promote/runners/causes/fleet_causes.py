@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from promote.config import PackageConfig
-from promote.core.station import Station
+from promote.core.station import FLEET_LOCAL, Station
 from promote.runners.causes import bisect, station_rerun
 from promote.runners.causes.budget import Budget
 from promote.runners.causes.rerun import RerunError, Rerunner
@@ -23,7 +23,7 @@ def rerunners(pkg: PackageConfig, result: PackageResult, victims: list[str]) -> 
     fleet = station_rerun.places(result.out_dir)
     groups: dict[str, list[str]] = {}
     for victim in victims:
-        groups.setdefault(result.ran_on(victim) or station_rerun.LOCAL, []).append(victim)
+        groups.setdefault(result.ran_on(victim) or FLEET_LOCAL, []).append(victim)
     return [
         (station_rerun.StationRerunner(pkg, pkg.interpreter, base / name, fleet[name]), group)
         for name, group in groups.items()

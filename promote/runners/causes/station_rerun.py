@@ -20,12 +20,12 @@ from typing import Any
 from promote.config import PackageConfig
 from promote.core import state
 from promote.core.bounded_json import JsonRejected, read_object
+from promote.core.station import FLEET_LOCAL
 from promote.runners.causes.rerun import Rerunner, Seen, own_files, rerun_options
 from promote.runners.package import PLUGIN, environment
 from promote.runners.plugin.records import write_atomic
 
 SPEC = "fleet-spec.json"  # written beside a fleet run's records (promote.runners.fleet.run)
-LOCAL = "local"
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class StationRerunner(Rerunner):
             "stations": {self.place.name: dict(self.place.station)},
             # A directory of its own there for each rerun: reruns run side by side.
             "scratch": {self.place.name: f"{self.place.scratch}/{out_dir.name}"},
-            "remote": [self.place.name] if self.place.name != LOCAL else [],
+            "remote": [self.place.name] if self.place.name != FLEET_LOCAL else [],
         }
         with own_files():
             path = write_atomic(out_dir / SPEC, json.dumps(fleet))

@@ -12,9 +12,8 @@ from pathlib import Path
 from promote.core.bounded_json import JsonRejected, read_object
 from promote.core.findings import Finding
 from promote.runners.fleet.members import Member
+from promote.runners.plugin.fleet_worker import RESULT
 from promote.runners.remote.faults import station_error
-
-RESULT = "fleet.json"  # as the controller writes it (promote.runners.plugin.fleet_controller.RESULT)
 
 
 @dataclass(frozen=True)

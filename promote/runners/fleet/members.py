@@ -14,13 +14,11 @@ from pathlib import Path
 
 from promote.config import PackageConfig, StationConfig
 from promote.core.findings import Finding
-from promote.core.station import Station
+from promote.core.station import FLEET_LOCAL, Station
 from promote.runners.remote import sync as station_sync
 from promote.runners.remote.faults import station_error
 from promote.runners.remote.ssh import StationError, Target
 from promote.runners.remote.station_run import default_workdir
-
-LOCAL = "local"
 
 
 @dataclass(frozen=True)
@@ -60,8 +58,8 @@ def repository(pkg: PackageConfig) -> Repository:
 def local(pkg: PackageConfig, station: Station, sc: StationConfig | None, scratch: Path) -> Member:
     """This machine: workers started by execnet's popen, in the package's directory, with its interpreter."""
     workers = sc.workers if sc is not None and sc.workers is not None else pkg.workers
-    spec = f"popen//python={pkg.interpreter}//promote_station={LOCAL}"
-    return Member(LOCAL, station, workers, spec, str(scratch), LOCAL)
+    spec = f"popen//python={pkg.interpreter}//promote_station={FLEET_LOCAL}"
+    return Member(FLEET_LOCAL, station, workers, spec, str(scratch), FLEET_LOCAL)
 
 
 def _spec_words(target: Target) -> str:
@@ -112,12 +110,12 @@ def prepare(
 ) -> tuple[list[Member], list[Finding]]:
     """Every station of `pkg`'s fleet made ready at once; the ones that could not be, as station-errors."""
     try:
-        repo = repository(pkg) if any(name != LOCAL for name in pkg.stations) else None
+        repo = repository(pkg) if any(name != FLEET_LOCAL for name in pkg.stations) else None
     except StationError as e:
-        return [], [station_error(name, str(e)) for name in pkg.stations if name != LOCAL]
+        return [], [station_error(name, str(e)) for name in pkg.stations if name != FLEET_LOCAL]
 
     def one(name: str) -> Member | Finding:
-        if name == LOCAL:
+        if name == FLEET_LOCAL:
             return local(pkg, here, stations.get(name), scratch)
         if stations[name].ssh is None or repo is None:
             return station_error(name, f"station {name} has no ssh destination: this machine is `local` in a fleet")

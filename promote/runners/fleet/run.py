@@ -22,7 +22,7 @@ from promote.core import state
 from promote.core.errors import ConfigError
 from promote.core.findings import Finding, Rootdir
 from promote.core.redact import PACKAGE_ENV_NAMES
-from promote.core.station import Station
+from promote.core.station import FLEET_LOCAL, Station
 from promote.runners import package as runner
 from promote.runners.causes.station_rerun import SPEC, addopts, places
 from promote.runners.configuration import own_options
@@ -145,7 +145,9 @@ def fleet_inventories(
     seen = {name: replace(Station.from_json(p.station), local=True) for name, p in fleet.items()}
     # This machine is one of the others when the fleet does not include it (then it is `local` in `seen`).
     others = tuple(
-        replace(s, local=False) for s in inventory.stations if s.name not in seen and not (s.local and "local" in seen)
+        replace(s, local=False)
+        for s in inventory.stations
+        if s.name not in seen and not (s.local and FLEET_LOCAL in seen)
     )
     each = {name: Inventory((station, *others), inventory.notes) for name, station in seen.items()}
     anywhere = Inventory((*seen.values(), *others), inventory.notes)

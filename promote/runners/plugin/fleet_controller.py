@@ -23,17 +23,16 @@ import pytest
 from xdist.dsession import DSession  # type: ignore[import-untyped]
 from xdist.workermanage import NodeManager, WorkerController  # type: ignore[import-untyped]
 
+from promote.core.station import FLEET_LOCAL
 from promote.runners.plugin.fleet_schedule import Placement
-from promote.runners.plugin.fleet_worker import FILES, FLEET, LINES
+from promote.runners.plugin.fleet_worker import FILES, FLEET, LINES, RESULT
 from promote.runners.plugin.records import progress_path, write_atomic
 
-RESULT = "fleet.json"  # written by the controller at the end: each worker's station, stations lost, tests unplaced
-LOCAL = "local"
 SHIPPED = ("promote_select", "promote_skip", "promote_ignore")
 
 
 def station_of(node: Any) -> str:
-    return str(getattr(node.gateway.spec, "promote_station", LOCAL))
+    return str(getattr(node.gateway.spec, "promote_station", FLEET_LOCAL))
 
 
 class _Unsynced(NodeManager):  # type: ignore[misc]
@@ -63,7 +62,7 @@ class FleetSession(DSession):  # type: ignore[misc]
         with ThreadPoolExecutor(max_workers=len(manager.specs)) as pool:
             made = list(pool.map(functools.partial(_connect, manager), manager.specs))
         for spec, gateway in zip(manager.specs, made, strict=True):
-            station = str(getattr(spec, "promote_station", LOCAL))
+            station = str(getattr(spec, "promote_station", FLEET_LOCAL))
             if isinstance(gateway, Exception):
                 self.fleet.down.setdefault(station, f"{type(gateway).__name__}: {gateway}".strip(": "))
             elif station in self.fleet.down:

@@ -24,6 +24,8 @@ from promote.runners.plugin.records import write_atomic
 FLEET = "promote_fleet"  # workerinput: this worker's station, the others, its scratch directory
 LINES = "promote_progress"  # on a report, and in workeroutput: progress lines written since the last one
 FILES = "promote_files"  # workeroutput: the worker's record files, by name
+# Written by the controller at the end: each worker's station, the stations lost, the tests placed nowhere.
+RESULT = "fleet.json"
 
 
 def fleet_input(config: pytest.Config) -> Mapping[str, Any] | None:
