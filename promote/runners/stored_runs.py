@@ -6,7 +6,7 @@ from pathlib import Path
 
 from promote.config import Config
 from promote.core import state
-from promote.runners.plugin.records import read_all_results
+from promote.runners.plugin.records import ResultsUnreadable, read_all_results
 
 
 def latest_before(run_dir: Path, package: str) -> Path | None:
@@ -23,7 +23,7 @@ def durations_of(package_dir: Path | None) -> dict[str, float]:
     for part in sorted(p for p in package_dir.iterdir() if p.is_dir()):
         try:
             workers = read_all_results(part)
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ResultsUnreadable):
             continue  # a run cut short or written by another version: no durations, the collection's order
         durations.update((t.nodeid, t.duration_s) for w in workers for t in w.tests if t.parent is None)
     return durations

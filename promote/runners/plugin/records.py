@@ -252,9 +252,16 @@ def write_results(out_dir: Path, results: WorkerResults) -> Path:
     return write_atomic(results_path(out_dir, results.worker), text)
 
 
+class ResultsUnreadable(ValueError):
+    """A results file that is not what the plugin writes (damaged, or written by something else)."""
+
+
 def read_results(path: Path) -> WorkerResults:
-    """Read one `results-<worker>.json`."""
-    return WorkerResults.from_json(json.loads(path.read_text(encoding="utf-8")))
+    """Read one `results-<worker>.json`; ResultsUnreadable for what it holds, OSError for the file."""
+    try:
+        return WorkerResults.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+        raise ResultsUnreadable(f"{path}: not a results file promote's plugin wrote ({type(e).__name__})") from None
 
 
 def read_all_results(out_dir: Path) -> list[WorkerResults]:

@@ -362,3 +362,14 @@ def test_the_page_says_which_station_each_red_test_failed_on(tmp_path: Path) -> 
     assert (red["test"], red["station"], red["rerun"]["verdict"]) == ("test_b.py::test_bad", "local", "genuine")
     evidence = gates.tested(run, None, None).evidence
     assert any("over a fleet, each test where its requirements are met: 2 tests on `local`" in g for g in evidence)
+
+
+def test_durations_from_a_damaged_stored_run_are_none_never_a_traceback(tmp_path: Path) -> None:
+    from promote.runners.stored_runs import durations_of
+
+    part = tmp_path / "run" / "pkg" / "all"
+    part.mkdir(parents=True)
+    for i, text in enumerate(["[" * 100_000, '{"schema": 1, "tests": "x"}', "\x00", '{"schema": 1e999}']):
+        (part / f"results-gw{i}.json").write_text(text)
+        assert durations_of(part.parent) == {}
+        (part / f"results-gw{i}.json").unlink()
