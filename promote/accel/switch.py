@@ -9,10 +9,11 @@ from pathlib import Path
 from promote.accel.ledger import LEDGER_ENV, Engagement, fresh, read_tally
 from promote.accel.results import StationBuild, SwitchResult, SwitchRun
 from promote.config.settings import AccelerationConfig, Config
+from promote.core.station import FLEET_LOCAL
 from promote.core.vocab import is_red
 from promote.runners import suite
+from promote.runners.fleet.run import stations_of
 from promote.runners.package import ProgressCallback
-from promote.runners.remote.station_run import ran_on
 from promote.runners.suite import RunResult
 from promote.runners.summary import PackageResult
 
@@ -82,7 +83,7 @@ def kill_switch(
             read_tally(tmp / "on.jsonl", accel.name, upto=on_size),
         )
     off, on = switch_run(accel.switch.off, run_off), switch_run(accel.switch.on, run_on)
-    if any(ran_on(p) is not None for r in (run_off, run_on) for p in r.packages):
+    if any(set(stations_of(p)) - {FLEET_LOCAL} for r in (run_off, run_on) for p in r.packages):
         # The tests ran on another station: their ledger was written there, and an empty one here proves nothing.
         engaged = None
     return SwitchResult(accel.switch.env, off, on, engaged, (run_off, run_on)), (run_off, run_on)
@@ -93,10 +94,11 @@ def stations(accel: AccelerationConfig, runs: tuple[RunResult, ...], *, here: bo
     seen: dict[str, str | None] = {}
     for run in runs:
         for p in run.packages:
-            there = ran_on(p)
-            if there is not None:
-                seen[there.name] = there.os_build
-            elif run.stations is not None:
+            fleet = stations_of(p)
+            for name, there in fleet.items():
+                if name != FLEET_LOCAL:
+                    seen[there.name] = there.os_build
+            if (not fleet or FLEET_LOCAL in fleet) and run.stations is not None:
                 seen[run.stations.local.name] = run.stations.local.os_build
     local = next((r.stations.local.name for r in runs if r.stations is not None), "local")
     if here and local not in seen:

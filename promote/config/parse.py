@@ -115,7 +115,9 @@ class Parser(TableReader):
             both = f"either {p}.deployed or {p}.deployed_command, not both"
             raise self.fail(f"{p}.deployed_command", both, show_got=False)
         stations = self.stations(tbl.get("stations", {}))
-        packages = self.packages(tbl.get("packages", []), {s.name for s in stations})
+        packages = self.packages(
+            tbl.get("packages", []), {s.name for s in stations}, {s.name for s in stations if s.ssh}
+        )
         return Config(
             path=self.path,
             prefix=p,
@@ -172,7 +174,7 @@ class Parser(TableReader):
             urls.append((name, _local_path(self.path.parent, url)))
         return tuple(value), tuple(urls)
 
-    def packages(self, raw: object, station_names: set[str]) -> tuple[PackageConfig, ...]:
+    def packages(self, raw: object, station_names: set[str], reachable: set[str]) -> tuple[PackageConfig, ...]:
         key = f"{self.prefix}.packages"
         if not isinstance(raw, list):
             raise self.fail(key, "an array of tables ([[promote.packages]])", raw)
@@ -216,6 +218,9 @@ class Parser(TableReader):
                     station,
                 )
             fleet = self.fleet(tbl, where, station, station_names)
+            if station in reachable:
+                # One way to run elsewhere: a station reached over ssh is the fleet of one.
+                fleet = (station,)
             out.append(
                 PackageConfig(
                     name=name,

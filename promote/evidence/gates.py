@@ -63,6 +63,9 @@ def names(items: list[str], *, code: bool = True) -> str:
 
 def _how(p: PackageResult) -> str:
     """Where and how a package ran."""
+    if len(p.fleet) == 1:
+        # A fleet of one: that station's workers ran every test.
+        return f"on {p.station}, on {plural(p.workers, 'worker')}"
     if p.placed:
         per = Counter(station for _, station in p.placed)
         return "over a fleet, each test where its requirements are met: " + ", ".join(

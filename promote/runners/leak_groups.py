@@ -30,11 +30,8 @@ def signature(leak: LeakRecord) -> Signature:
     return tuple(key for key, _, _ in leak.changes), kinds, what_was_done(leak), leak.phase, leak.origin
 
 
-def group(result: PackageResult, *, remote: bool = False) -> PackageResult:
-    """`result` with its tests' leaked-state findings replaced by one per way state was changed.
-
-    `remote`: the package ran on another station, where no rerun here can look for its victims.
-    """
+def group(result: PackageResult) -> PackageResult:
+    """`result` with its tests' leaked-state findings replaced by one per way state was changed."""
     if not result.leaks:
         return result
     recorded = {leak.test for leak in result.leaks}
@@ -47,9 +44,7 @@ def group(result: PackageResult, *, remote: bool = False) -> PackageResult:
         groups.setdefault(signature(leak), []).append(leak)
     victims = _victims(result)
     unknown = None
-    if remote:
-        unknown = "not looked for: the package ran on another station"
-    elif any(f.check == "rerun-undecided" for f in result.findings):
+    if any(f.check == "rerun-undecided" for f in result.findings):
         unknown = "undecided: some reruns could not answer (see rerun-undecided)"
     # The plugin placed each test's own finding (file and line); a group is where its first test is.
     places = {f.subject: f.location for f in result.findings if f.check == "leaked-state" and f.subject in recorded}

@@ -31,11 +31,10 @@ from promote.runners.causes import hidden
 from promote.runners.causes.budget import Budget
 from promote.runners.causes.investigate import StepCallback, investigate
 from promote.runners.configuration import own_options, rootdir_of
-from promote.runners.fleet.run import check_fleet, fleet_inventories, run_fleet
+from promote.runners.fleet.run import as_detected, check_fleet, fleet_inventories, run_fleet
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.records import write_atomic
-from promote.runners.remote import station_run as remote
 from promote.runners.stations import Inventory, inventory
 from promote.runners.stored_runs import durations_of, latest_before
 from promote.runners.summary import PackageResult, summarize
@@ -130,9 +129,9 @@ def select(config: Config, name: str | None) -> tuple[PackageConfig, ...]:
     for p in chosen:
         if not p.path.is_dir():
             raise ConfigError(f"{config.path}: package {p.name!r}: path {p.path} is not a directory")
-        # Its own interpreter runs it here (a remote station runs it with the station's).
-        here = station_of(config, p) is None
-        if p.python and here and shutil.which(p.interpreter) is None:
+        # Its own interpreter runs it here, or runs the fleet's session here (its stations' workers, theirs).
+        here = not p.stations
+        if p.python and shutil.which(p.interpreter) is None:
             raise ConfigError(f"{config.path}: package {p.name!r}: python {p.python} is not an executable here")
         # One worker runs as plain pytest; more than one needs xdist, unless the package's own options disable it.
         own = own_options(p.path, p.args, runner.environment(p, p.interpreter)) if here and p.workers > 1 else None
@@ -146,12 +145,6 @@ def select(config: Config, name: str | None) -> tuple[PackageConfig, ...]:
     return chosen
 
 
-def station_of(config: Config, pkg: PackageConfig) -> StationConfig | None:
-    """The ssh station `pkg` runs on, or None when it runs here."""
-    sc = next((s for s in config.stations if s.name == pkg.station), None)
-    return sc if sc is not None and sc.ssh is not None else None
-
-
 @dataclass(frozen=True)
 class Plan:
     """One run's packages and where their results go; `slots` packages run at once (one per core)."""
@@ -160,9 +153,6 @@ class Plan:
     packages: tuple[PackageConfig, ...]
     run_dir: Path
     slots: int
-
-    def station_of(self, i: int) -> StationConfig | None:
-        return station_of(self.config, self.packages[i])
 
 
 def run_tests(
@@ -226,8 +216,8 @@ def finish(
         finished=now(),
         packages=results,
         out_dir=plan.run_dir,
-        # As each station was when the tests ran: detected here, and detected there for remote packages.
-        stations=remote.as_detected(done.fleet, results),
+        # As each station was when the tests ran: detected here, and detected there for a fleet's stations.
+        stations=as_detected(done.fleet, results),
     )
     try:
         write_reports(result, wall_s=time.monotonic() - done.t0)
@@ -241,7 +231,7 @@ def start_local(plan: Plan, live: _Live) -> dict[int, runner.PackageRun]:
     """Start the first local packages, one per slot, before anything else: their pytest starts up meanwhile."""
     launched: dict[int, runner.PackageRun] = {}
     for i, pkg in enumerate(plan.packages):
-        if len(launched) < plan.slots and plan.station_of(i) is None and not plan.packages[i].stations:
+        if len(launched) < plan.slots and not plan.packages[i].stations:
             launched[i] = start(pkg, plan.run_dir)
             live.add(launched[i])
     return launched
@@ -273,7 +263,6 @@ def follow_all(
                 plan.run_dir,
                 on_progress,
                 fleet.local,
-                remote_station=plan.station_of(i),
                 started=launched.get(i),
                 live=live,
                 rootdir=rootdir_of(plan.config.root, plan.packages[i].path),
@@ -297,7 +286,6 @@ def run_one(
     on_progress: ProgressCallback | None,
     station: Station,
     *,
-    remote_station: StationConfig | None = None,
     started: runner.PackageRun | None = None,
     live: _Live | None = None,
     rootdir: Rootdir | None = None,
@@ -307,9 +295,6 @@ def run_one(
 
     `rootdir`: where the package is in the repository, which its findings' locations are relative to.
     """
-    if remote_station is not None:
-        # Same pytest command and plugin, run there over ssh; results come back into run_dir as a local run's.
-        return remote.run_remote(pkg, remote_station, run_dir, on_progress, rootdir=rootdir)
     if pkg.stations:
         on_start = live.add if live is not None else None
         durations = durations_of(latest_before(run_dir, pkg.name))
@@ -339,9 +324,7 @@ def start(pkg: PackageConfig, run_dir: Path) -> runner.PackageRun:
 def classify_blocked(plan: Plan, fleet: Inventory, results: tuple[PackageResult, ...]) -> tuple[PackageResult, ...]:
     """Tests no station here can run are blocked, not failed; they are not rerun or bisected below."""
     rules = requirements.rules_of(plan.config.requirements)
-    return tuple(
-        requirements.classify(r, remote.inventory_for(fleet, r), rules, *fleet_inventories(fleet, r)) for r in results
-    )
+    return tuple(requirements.classify(r, fleet, rules, *fleet_inventories(fleet, r)) for r in results)
 
 
 def find_causes(
@@ -354,14 +337,12 @@ def find_causes(
     budget = Budget(plan.config.max_reruns)
     found = []
     for i, r in enumerate(results):
-        # A package that ran on another station is not rerun: here is not where it ran.
-        remote = plan.station_of(i) is not None
-        if not remote:
-            r = investigate(plan.packages[i], r, budget, on_step, only=None if only is None else only(r))
-            # What restores hid is measured here, where a fleet's stations are not: not measured for a fleet yet.
-            if only is None and not plan.packages[i].stations:
-                r = hidden.measure(plan.packages[i], r, budget, on_step)
-        found.append(leak_groups.group(r, remote=remote))
+        # Over a fleet, each failure is rerun on the station where it failed.
+        r = investigate(plan.packages[i], r, budget, on_step, only=None if only is None else only(r))
+        # What restores hid is measured here, where a fleet's stations are not: not measured for a fleet yet.
+        if only is None and not plan.packages[i].stations:
+            r = hidden.measure(plan.packages[i], r, budget, on_step)
+        found.append(leak_groups.group(r))
     return tuple(found)
 
 

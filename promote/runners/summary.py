@@ -104,6 +104,7 @@ class PackageResult:
     # Over a fleet: each test (top level, crashed ones too) and the station it ran on; empty on one station.
     placed: tuple[tuple[str, str], ...] = ()
     stations_down: tuple[str, ...] = ()  # over a fleet: the stations that stopped answering during the run
+    fleet: tuple[str, ...] = ()  # the stations it was to run over (empty: run here, as a plain pytest run)
 
     def ran_on(self, test: str) -> str | None:
         """The station `test` ran on, over a fleet (None for a package run on one station)."""

@@ -6,7 +6,7 @@ there) and what no other station could take over (never ran). Tests it had queue
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from promote.core.bounded_json import JsonRejected, read_object
@@ -59,7 +59,8 @@ def fleet_findings(outcome: FleetOutcome, ready: list[Member], crashed: list[tup
         message = f"station {labels.get(station, station)} stopped answering once the run began ({_reason(why)})"
         if there:
             message += f"; {len(there)} test(s) were running there and count as crashed there: {_names(there)}"
-        message += "; the tests queued on it were given to the other stations"
+        if any(m.name not in outcome.down for m in ready):
+            message += "; the tests queued on it were given to the other stations"
         findings.append(station_error(station, message))
     if outcome.unplaced:
         unplaced = list(outcome.unplaced)
@@ -75,3 +76,23 @@ def fleet_findings(outcome: FleetOutcome, ready: list[Member], crashed: list[tup
 def _reason(why: str) -> str:
     # execnet says only which address it could not reach; the address is in the label already.
     return "no new ssh connection could be made" if why.startswith("HostNotFound") else why
+
+
+def crashes_on_stations(
+    findings: list[Finding], outcome: FleetOutcome, ready: list[Member], crashed: list[tuple[str, str]]
+) -> list[Finding]:
+    """`findings` with each worker-crash of a station's worker saying which station, and that its connection may
+    have been cut: from here a worker killed there and a dropped ssh session look the same."""
+    remote = {m.name: m.label for m in ready if m.remote}
+    where = {test: remote[s] for test, worker in crashed if (s := outcome.workers.get(worker)) in remote}
+    out = []
+    for f in findings:
+        label = where.get(f.subject) if f.check == "worker-crash" else None
+        if label is not None:
+            message = (
+                f"the worker running {f.subject} on station {label} stopped (a segfault, os._exit or a kill "
+                "there, or its ssh connection was cut); the rest of the package ran in a replacement worker"
+            )
+            f = replace(f, message=message)
+        out.append(f)
+    return out

@@ -18,7 +18,6 @@ from promote.core.station import FLEET_LOCAL, Station
 from promote.runners.remote import sync as station_sync
 from promote.runners.remote.faults import station_error
 from promote.runners.remote.ssh import StationError, Target
-from promote.runners.remote.station_run import default_workdir
 
 
 @dataclass(frozen=True)
@@ -84,7 +83,7 @@ def _env_words(env: Mapping[str, str]) -> str:
 def remote(pkg: PackageConfig, sc: StationConfig, repo: Repository, run_id: str, env: Mapping[str, str]) -> Member:
     """A station over ssh: the commit pushed to its workdir, workers started there by execnet's ssh gateway."""
     target = Target.from_config(sc)
-    workdir = sc.workdir or default_workdir(repo.top)
+    workdir = sc.workdir or station_sync.default_workdir(repo.top)
     ws = station_sync.prepare(target, repo.top, repo.sha, workdir, repo.package, sync=sc.sync, configured=sc.station)
     chdir = f"{ws.workdir}/{repo.package}"
     scratch = f"{ws.workdir}/{station_sync.OUT}/{run_id}/{pkg.name}"

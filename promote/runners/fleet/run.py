@@ -13,21 +13,21 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from promote.config import Config, PackageConfig, StationConfig
 from promote.core import state
 from promote.core.errors import ConfigError
-from promote.core.findings import Finding, Rootdir
+from promote.core.findings import Rootdir
 from promote.core.redact import PACKAGE_ENV_NAMES
 from promote.core.station import FLEET_LOCAL, Station
 from promote.runners import package as runner
 from promote.runners.causes.station_rerun import SPEC, addopts, places
 from promote.runners.configuration import own_options
 from promote.runners.fleet import members as fleet_members
-from promote.runners.fleet.faults import fleet_findings, read_outcome
+from promote.runners.fleet.faults import crashes_on_stations, fleet_findings, read_outcome
 from promote.runners.fleet.members import Member
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.fleet_worker import read_elsewhere
@@ -90,14 +90,17 @@ def run_fleet(
     state.private_dir(part_dir)
     t0 = time.monotonic()
     ready, unready = fleet_members.prepare(pkg, stations, here, part_dir / "scratch", run_dir.name, worker_env(pkg))
-    label = "fleet: " + ", ".join(m.label for m in ready) if ready else "fleet: no station"
+    label = label_of(pkg, ready)
     if not ready:
         if on_progress is not None:
             on_progress(pkg.name, 0, 0, True)
         nothing = station_error(", ".join(pkg.stations), "no station of the fleet could run the package: nothing ran")
-        said = (*unready, nothing)
+        # A fleet of one: its station's own error says why nothing ran.
+        said = (*unready, nothing) if len(pkg.stations) > 1 or not unready else tuple(unready)
         took = time.monotonic() - t0
-        return PackageResult(pkg.name, pkg.path, label, 255, took, (), (), said, out_dir, stations_down=pkg.stations)
+        return PackageResult(
+            pkg.name, pkg.path, label, 255, took, (), (), said, out_dir, stations_down=pkg.stations, fleet=pkg.stations
+        )
     run = start(pkg, ready, out_dir, durations or {})
     if on_start is not None:
         on_start(run)
@@ -114,24 +117,51 @@ def run_fleet(
     # Left by every worker to a station that then ran none of them: never ran, said once with the unplaced.
     nowhere = sorted(read_elsewhere(part_dir) - {test for test, _ in ran} - set(outcome.unplaced))
     outcome = replace(outcome, unplaced=(*outcome.unplaced, *nowhere))
-    findings: list[Finding] = [*result.findings, *unready, *fleet_findings(outcome, ready, crashed)]
+    findings = [*crashes_on_stations(list(result.findings), outcome, ready, crashed), *unready]
+    findings += fleet_findings(outcome, ready, crashed)
     placed = tuple(sorted({test: outcome.workers.get(worker, worker) for test, worker in ran}.items()))
-    return replace(result, findings=tuple(findings), placed=placed, stations_down=tuple(sorted(outcome.down)))
+    workers = sum(m.workers for m in ready)
+    down = tuple(sorted(outcome.down))
+    return replace(
+        result, findings=tuple(findings), placed=placed, stations_down=down, workers=workers, fleet=pkg.stations
+    )
+
+
+def label_of(pkg: PackageConfig, ready: list[Member]) -> str:
+    """Where the package ran, as reports say it: the station of a fleet of one, else the fleet's."""
+    if len(pkg.stations) == 1 and ready:
+        return ready[0].label
+    return "fleet: " + ", ".join(m.label for m in ready) if ready else "fleet: no station"
 
 
 def check_fleet(config: Config, p: PackageConfig) -> None:
     """A fleet's session is pytest-xdist's, here: its interpreter needs xdist, and the package must not disable it."""
+    where = ", ".join(p.stations)
     if not runner.has_xdist(p.interpreter):
         raise ConfigError(
-            f"{config.path}: package {p.name!r}: stations = [...] runs one pytest-xdist session over them, and "
+            f"{config.path}: package {p.name!r}: it runs on {where} through one pytest-xdist session here, and "
             f"{p.interpreter} cannot import pytest-xdist (install it: {p.interpreter} -m pip install pytest-xdist)"
         )
     blocked = own_options(p.path, p.args, runner.environment(p, p.interpreter)).blocks("xdist")
     if blocked is not None:
         raise ConfigError(
-            f"{config.path}: package {p.name!r}: stations = [...] runs over pytest-xdist's workers, which its own "
-            f"options disable ({blocked}); run it on one machine (no `stations`) or let xdist load"
+            f"{config.path}: package {p.name!r}: it runs on {where} over pytest-xdist's workers, which its own "
+            f"options disable ({blocked}); run it on this machine (no `station`, no `stations`) or let xdist load"
         )
+
+
+def stations_of(result: PackageResult) -> dict[str, Station]:
+    """The stations of the fleet `result` ran on, each as detected there when it ran (none for a local package)."""
+    return {name: Station.from_json(p.station) for name, p in places(result.out_dir).items()}
+
+
+def as_detected(inventory: Inventory, results: Sequence[PackageResult]) -> Inventory:
+    """The inventory with every station a fleet reached over ssh as detected there, not as configured."""
+    seen = {s.name: s for r in results for name, s in stations_of(r).items() if name != FLEET_LOCAL}
+    return Inventory(
+        tuple(replace(seen[s.name], local=False, ssh=s.ssh) if s.name in seen else s for s in inventory.stations),
+        inventory.notes,
+    )
 
 
 def fleet_inventories(
@@ -139,10 +169,10 @@ def fleet_inventories(
 ) -> tuple[Callable[[TestRecord], Inventory] | None, str | None]:
     """For a fleet's result: each test's inventory as the station it ran on sees it, and the fleet as findings name
     it ("here" is where it ran); (None, None) for a package run on one station."""
-    fleet = places(result.out_dir)
+    fleet = stations_of(result)
     if not result.placed or not fleet:
         return None, None
-    seen = {name: replace(Station.from_json(p.station), local=True) for name, p in fleet.items()}
+    seen = {name: replace(station, local=True) for name, station in fleet.items()}
     # This machine is one of the others when the fleet does not include it (then it is `local` in `seen`).
     others = tuple(
         replace(s, local=False)
@@ -155,4 +185,4 @@ def fleet_inventories(
     def ran_on(test: TestRecord) -> Inventory:
         return each.get(result.ran_on(test.parent or test.nodeid) or "", anywhere)
 
-    return ran_on, "the fleet (" + ", ".join(fleet) + ")"
+    return ran_on, next(iter(fleet)) if len(fleet) == 1 else "the fleet (" + ", ".join(fleet) + ")"

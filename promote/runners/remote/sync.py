@@ -21,6 +21,13 @@ from promote.runners.stations import observed
 LIB = ".promote-lib"
 OUT = ".promote-out"
 PREPARE_TIMEOUT_S = 300.0
+
+
+def default_workdir(top: Path) -> str:
+    """The station's workdir for the repository `top` when none is configured: under promote's state dir there."""
+    return f"~/{STATE_DIR}/work/{top.name}"
+
+
 # Two packages bound for one station share its workdir: one checkout at a time.
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()

@@ -47,15 +47,17 @@ def test_a_package_runs_on_the_station_and_comes_back_like_a_local_one(tmp_path:
     assert (there["passed"], there["failed"], there["skipped"]) == (4, 2, 1)
     assert station_errors(report) == []
     assert outcomes(Path(there["results"])) == outcomes(Path(here["results"]))
-    # Stored exactly as a local run's: the same files per part, read by the same summary.
-    for part in ("parallel", "serial"):
-        assert (Path(there["results"]) / "junit.xml").is_file()
-        assert (Path(there["results"]) / part / "pytest.log").is_file()
-    detected = json.loads((Path(there["results"]) / "station.json").read_text())
-    assert detected["name"] == "training" and detected["detected"] is True and detected["local"] is False
+    # One pytest session here, its two workers there: every test placed on the station, its records back here.
+    assert set(there["placement"].values()) == {"training"} and len(there["placement"]) == 7
+    assert (Path(there["results"]) / "junit.xml").is_file()
+    assert (Path(there["results"]) / "all" / "pytest.log").is_file()
+    assert len(list((Path(there["results"]) / "all").glob("progress-gw*.jsonl"))) == 2
+    spec = json.loads((Path(there["results"]) / "fleet-spec.json").read_text())
+    detected = spec["stations"]["training"]
+    assert detected["name"] == "training" and detected["detected"] is True
     # The run lists the station as it was found there, with the way to reach it kept.
     [listed] = [s for s in report["stations"]["stations"] if s["name"] == "training"]
-    assert listed == {**{k: v for k, v in detected.items() if k != "notes"}, "ssh": server.destination}
+    assert listed == {**detected, "local": False, "ssh": server.destination}
     # The candidate reached the station by a push to a ref of its own, and is what ran there.
     sha = git(repo, "rev-parse", "HEAD")
     work = tmp_path / "station"
