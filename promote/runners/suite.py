@@ -12,7 +12,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Mapping, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -35,6 +35,7 @@ from promote.runners.fleet.run import check_fleet, fleet_inventories, run_fleet
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.records import write_atomic
+from promote.runners.plugin.requirement_rules import Rule
 from promote.runners.remote import station_run as remote
 from promote.runners.stations import Inventory, inventory
 from promote.runners.stored_runs import durations_of, latest_before
@@ -278,6 +279,7 @@ def follow_all(
                 live=live,
                 rootdir=rootdir_of(plan.config.root, plan.packages[i].path),
                 stations={s.name: s for s in plan.config.stations},
+                rules=requirements.configured_rules(plan.config.requirements),
             )
             for i in order
         }
@@ -302,6 +304,7 @@ def run_one(
     live: _Live | None = None,
     rootdir: Rootdir | None = None,
     stations: Mapping[str, StationConfig] | None = None,
+    rules: Sequence[Rule] = (),
 ) -> PackageResult:
     """Run one package (or follow it to its end, when `started`) and summarize what it did.
 
@@ -314,8 +317,9 @@ def run_one(
         on_start = live.add if live is not None else None
         durations = durations_of(latest_before(run_dir, pkg.name))
         return run_fleet(
-            pkg, stations or {}, run_dir, station, on_progress, rootdir=rootdir, on_start=on_start, durations=durations
-        )
+            pkg, stations or {}, run_dir, station, on_progress, rootdir=rootdir, on_start=on_start, durations=durations,
+            rules=rules,
+        )  # fmt: skip
     run = started
     if run is None:
         run = start(pkg, run_dir)
