@@ -35,8 +35,13 @@ UNRUN = ("failed", "error", "skipped")
 
 def rules_of(config: RequirementsConfig) -> tuple[Rule, ...]:
     """The rule table: the user's rules first, then one per model directory, then the defaults."""
+    return configured_rules(config) + DEFAULT_RULES
+
+
+def configured_rules(config: RequirementsConfig) -> tuple[Rule, ...]:
+    """The rules the configuration adds to the defaults (a fleet's workers read skips with them too)."""
     user = tuple(Rule(r.pattern, r.requirement, r.frames) for r in config.rules)
-    return user + checkpoint_rules(config.model_dirs) + DEFAULT_RULES
+    return user + checkpoint_rules(config.model_dirs)
 
 
 def needs(record: TestRecord, here: Station, rules: Sequence[Rule]) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Mapping, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -35,6 +35,7 @@ from promote.runners.fleet.run import as_detected, check_fleet, fleet_inventorie
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.records import write_atomic
+from promote.runners.plugin.requirement_rules import Rule
 from promote.runners.stations import Inventory, inventory
 from promote.runners.stored_runs import durations_of, latest_before
 from promote.runners.summary import PackageResult, summarize
@@ -267,6 +268,7 @@ def follow_all(
                 live=live,
                 rootdir=rootdir_of(plan.config.root, plan.packages[i].path),
                 stations={s.name: s for s in plan.config.stations},
+                rules=requirements.configured_rules(plan.config.requirements),
             )
             for i in order
         }
@@ -290,6 +292,7 @@ def run_one(
     live: _Live | None = None,
     rootdir: Rootdir | None = None,
     stations: Mapping[str, StationConfig] | None = None,
+    rules: Sequence[Rule] = (),
 ) -> PackageResult:
     """Run one package (or follow it to its end, when `started`) and summarize what it did.
 
@@ -299,8 +302,9 @@ def run_one(
         on_start = live.add if live is not None else None
         durations = durations_of(latest_before(run_dir, pkg.name))
         return run_fleet(
-            pkg, stations or {}, run_dir, station, on_progress, rootdir=rootdir, on_start=on_start, durations=durations
-        )
+            pkg, stations or {}, run_dir, station, on_progress, rootdir=rootdir, on_start=on_start, durations=durations,
+            rules=rules,
+        )  # fmt: skip
     run = started
     if run is None:
         run = start(pkg, run_dir)

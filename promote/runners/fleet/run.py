@@ -32,6 +32,7 @@ from promote.runners.fleet.members import Member
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.fleet_worker import read_elsewhere
 from promote.runners.plugin.records import TestRecord, write_atomic
+from promote.runners.plugin.requirement_rules import Rule
 from promote.runners.remote.faults import station_error
 from promote.runners.stations import Inventory
 from promote.runners.summary import PackageResult, crashed_tests, summarize
@@ -47,8 +48,17 @@ def worker_env(pkg: PackageConfig) -> dict[str, str]:
     return env
 
 
-def start(pkg: PackageConfig, ready: list[Member], out_dir: Path, durations: Mapping[str, float]) -> runner.PackageRun:
-    """Start the controller here: pytest with one `--tx` per station, workers wherever the specs say."""
+def start(
+    pkg: PackageConfig,
+    ready: list[Member],
+    out_dir: Path,
+    durations: Mapping[str, float],
+    rules: Sequence[Rule] = (),
+) -> runner.PackageRun:
+    """Start the controller here: pytest with one `--tx` per station, workers wherever the specs say.
+
+    `rules`: the configured requirement rules, which each worker reads its skips with as promote will.
+    """
     spec = {
         "stations": {m.name: m.station.to_json() for m in ready},
         "scratch": {m.name: m.scratch for m in ready},
@@ -56,6 +66,7 @@ def start(pkg: PackageConfig, ready: list[Member], out_dir: Path, durations: Map
         "tx": {m.name: m.spec for m in ready},
         "durations": dict(durations),
         "timeout_s": pkg.timeout_s,
+        "rules": [{"pattern": r.pattern, "requirement": r.requirement, "frames": list(r.frames)} for r in rules],
     }
     path = write_atomic(out_dir / SPEC, json.dumps(spec, indent=1))
     workers = sum(m.workers for m in ready)
@@ -80,10 +91,12 @@ def run_fleet(
     rootdir: Rootdir | None = None,
     durations: Mapping[str, float] | None = None,
     on_start: Callable[[runner.PackageRun], None] | None = None,
+    rules: Sequence[Rule] = (),
 ) -> PackageResult:
     """Run `pkg` over its fleet; never raises for what went wrong on a station, it becomes a finding.
 
     `on_start`: given the controller's process as soon as it runs (so that an interrupt can end it).
+    `rules`: the configured requirement rules (requirements.configured_rules), for placing device skips.
     """
     out_dir = run_dir / pkg.name
     part_dir = out_dir / PART
@@ -101,7 +114,7 @@ def run_fleet(
         return PackageResult(
             pkg.name, pkg.path, label, 255, took, (), (), said, out_dir, stations_down=pkg.stations, fleet=pkg.stations
         )
-    run = start(pkg, ready, out_dir, durations or {})
+    run = start(pkg, ready, out_dir, durations or {}, rules)
     if on_start is not None:
         on_start(run)
     # Each worker removes its own scratch directory (and the run's, once empty) as it finishes.

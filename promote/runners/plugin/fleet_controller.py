@@ -107,6 +107,7 @@ class Controller:
         self.scratch: dict[str, str] = spec["scratch"]
         self.remote: set[str] = set(spec.get("remote", ()))
         self.durations: dict[str, float] = spec.get("durations", {})
+        self.rules: list[dict[str, Any]] = spec.get("rules", [])  # the configured ones, for the workers' skips
         self.workers: dict[str, str] = {}
         self.down: dict[str, str] = {}
         self.started: dict[str, str] = {}  # each worker's last test started, as its lines said
@@ -137,6 +138,7 @@ class Controller:
         node.workerinput[FLEET] = {
             "station": self.stations[name],
             "others": others,
+            "rules": self.rules,
             "scratch": f"{self.scratch[name]}/{wid}",
             # The files promote's options name are here: a station's worker is handed their text.
             "files": {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import pytest
 from promote.core.station import Station
 from promote.runners.plugin.items import requirements_of
 from promote.runners.plugin.records import write_atomic
+from promote.runners.plugin.requirement_rules import DEFAULT_RULES, Rule, infer_skip
 
 FLEET = "promote_fleet"  # workerinput: this worker's station, the others, its scratch directory
 LINES = "promote_progress"  # on a report, and in workeroutput: progress lines written since the last one
@@ -44,16 +45,80 @@ def station(given: Mapping[str, Any]) -> Station:
 def placed_elsewhere(given: Mapping[str, Any], items: list[pytest.Item]) -> list[pytest.Item]:
     """The items another station of the fleet must run: this one lacks what they need, another has it all.
 
-    A test no station can run stays, and is skipped here saying what it needs (impossible-requirement).
+    What an item needs: its `requires` markers, and the requirement a `skipif` that holds here names in its
+    reason ("Metal only": `device:metal`), by the rules promote reads skips with after a run. A test no
+    station can run stays, and is skipped here saying what it needs (impossible-requirement).
     """
     here = station(given)
     others = [Station.from_json(s) for s in given.get("others", ())]
+    if not others:
+        return []
+    rules = skip_rules(given)
     away = []
     for item in items:
         needs = requirements_of(item)
+        if not (needs and here.lacking(needs)):
+            # Only a skip this station would take, for something another station has, is worth evaluating.
+            needs = (*needs, *skip_needs(item, here, others, rules))
         if needs and here.lacking(needs) and any(not s.lacking(needs) for s in others):
             away.append(item)
     return away
+
+
+def skip_rules(given: Mapping[str, Any]) -> tuple[Rule, ...]:
+    """The rules promote reads a skip with: the configured ones the controller handed over, then the built-in."""
+    own = tuple(Rule(r["pattern"], r["requirement"], tuple(r.get("frames", ()))) for r in given.get("rules", ()))
+    return own + DEFAULT_RULES
+
+
+def _conditions(mark: pytest.Mark) -> tuple[object, ...]:
+    # As pytest reads a skipif: `condition=` or its positional conditions; none is an unconditional skip.
+    return (mark.kwargs["condition"],) if "condition" in mark.kwargs else tuple(mark.args)
+
+
+def _reasons(mark: pytest.Mark) -> list[str]:
+    # pytest's own default for a string condition without a reason.
+    reason = mark.kwargs.get("reason")
+    return [str(reason)] if reason is not None else [f"condition: {c}" for c in _conditions(mark) if isinstance(c, str)]
+
+
+def skip_evaluator() -> Callable[[pytest.Item], object] | None:
+    """pytest's own evaluation of an item's skip marks (pytest 6 through 9), or None if a pytest moved it.
+
+    It is private to pytest: without it a fleet places by `requires` markers only, and a device skip is
+    judged after the run, as on one station.
+    """
+    try:
+        from _pytest.skipping import evaluate_skip_marks
+    except ImportError:
+        return None
+    return evaluate_skip_marks
+
+
+def skip_needs(item: pytest.Item, here: Station, others: list[Station], rules: tuple[Rule, ...]) -> tuple[str, ...]:
+    """What a `skipif` that holds here says the item needs, when some other station has that; else nothing.
+
+    Its condition is evaluated as pytest will evaluate it before the test (it is evaluated again then). A
+    test that skips on every station (a `skip` mark, a `skipif` without condition) is left where it is, and so
+    is one whose condition raises: pytest reports that error when it runs the test.
+    """
+    marks = list(item.iter_markers("skipif"))
+    if not marks or item.get_closest_marker("skip") is not None or not all(_conditions(m) for m in marks):
+        return ()
+    # The reasons first (a regex each): a condition is evaluated only when a reason may name what another has.
+    named = [infer_skip(reason, rules) for m in marks for reason in _reasons(m)]
+    if not any(r and here.lacking((r,)) and any(s.has(r) for s in others) for r in named):
+        return ()
+    evaluate = skip_evaluator()
+    if evaluate is None:
+        return ()
+    try:
+        skipped = evaluate(item)
+    except (Exception, pytest.fail.Exception, pytest.skip.Exception):
+        return ()
+    reason = getattr(skipped, "reason", None)
+    needed = infer_skip(reason, rules) if isinstance(reason, str) else None
+    return (needed,) if needed else ()
 
 
 def note_elsewhere(scratch: Path, worker: str, nodeids: list[str]) -> None:
