@@ -343,8 +343,8 @@ def find_causes(
     for i, r in enumerate(results):
         # Over a fleet, each failure is rerun on the station where it failed.
         r = investigate(plan.packages[i], r, budget, on_step, only=None if only is None else only(r))
-        # What restores hid is measured here, where a fleet's stations are not: not measured for a fleet yet.
-        if only is None and not plan.packages[i].stations:
+        # What restores hid: over a fleet, each worker's pass runs on the station that worker ran on.
+        if only is None:
             r = hidden.measure(plan.packages[i], r, budget, on_step)
         found.append(leak_groups.group(r))
     return tuple(found)

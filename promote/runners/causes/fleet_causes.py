@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from promote.config import PackageConfig
 from promote.core.station import FLEET_LOCAL, Station
@@ -29,6 +31,30 @@ def rerunners(pkg: PackageConfig, result: PackageResult, victims: list[str]) -> 
         for name, group in groups.items()
         if name in fleet
     ]
+
+
+def pass_rerunners(
+    pkg: PackageConfig, result: PackageResult, base: Path, stations: Sequence[str | None]
+) -> list[Rerunner | RerunError]:
+    """Who runs each pass without restores: here for a package run here, else the station of its worker (one
+    rerunner per station, each in a directory of its own); a RerunError for a pass no station can run."""
+    if not result.placed:
+        station = result.out_dir.parent / "station.json"
+        here = Rerunner(pkg, pkg.interpreter, base, station if station.is_file() else None)
+        return [here for _ in stations]
+    fleet = station_rerun.places(result.out_dir)
+    theirs: dict[str, Rerunner] = {}
+    found: list[Rerunner | RerunError] = []
+    for name in stations:
+        if name is not None and name in result.stations_down:
+            found.append(RerunError(f"its worker ran on {name}, which stopped answering: it cannot be rerun there"))
+        elif name is None or name not in fleet:
+            found.append(RerunError(f"the station its worker ran on is not known ({name or 'none recorded'})"))
+        else:
+            if name not in theirs:
+                theirs[name] = station_rerun.StationRerunner(pkg, pkg.interpreter, base / name, fleet[name])
+            found.append(theirs[name])
+    return found
 
 
 def across(

@@ -5,8 +5,8 @@ under plain pytest, in the same order) passed. For each worker that restored som
 its first restored leak on run once more, in the same order, with nothing restored (the workers' passes
 at once); a test that fails only there passes only because promote restored state. Its cause is looked
 for among the tests that leaked before it, then among all the tests before it, by bisection within the
-run's rerun budget. CPython's regrtest is the anchor: it restores a changed resource and still marks the
-test ENV_CHANGED.
+run's rerun budget. Over a fleet, each worker's pass and its bisection run on the station that worker ran on.
+CPython's regrtest is the anchor: it restores a changed resource and still marks the test ENV_CHANGED.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from promote.core.findings import Finding, Location
 from promote.core.policies import RESTORE
 from promote.runners.causes import bisect
 from promote.runners.causes.budget import Budget
+from promote.runners.causes.fleet_causes import pass_rerunners
 from promote.runners.causes.investigate import StepCallback, Steps, investigate_one, orders
 from promote.runners.causes.rerun import RerunError, Rerunner, judged_failed
 from promote.runners.causes.verdict_findings import verdict_finding
@@ -36,6 +37,7 @@ class Pass:
 
     tests: tuple[str, ...]
     leakers: frozenset[str]
+    station: str | None = None  # over a fleet: where the worker ran (None when that is not known)
 
 
 def passes(result: PackageResult) -> list[Pass]:
@@ -48,7 +50,9 @@ def passes(result: PackageResult) -> list[Pass]:
         first = next((i for i, t in enumerate(order) if t in restored), None)
         tests = tuple(t for t in order[first:] if t not in blocked) if first is not None else ()
         if len(tests) > 1:
-            out.append(Pass(tests, restored))
+            # One worker's tests all ran on its station; the first one placed says which.
+            station = next((s for t in tests if (s := result.ran_on(t)) is not None), None)
+            out.append(Pass(tests, restored, station))
     return out
 
 
@@ -69,12 +73,12 @@ def measure(
     todo = passes(result)
     if not todo:
         return result
-    station = result.out_dir.parent / "station.json"
-    base = result.out_dir / "unrestored"
-    rerunner = Rerunner(pkg, pkg.interpreter, base, station if station.is_file() else None)
+    theirs = pass_rerunners(pkg, result, result.out_dir / "unrestored", [p.station for p in todo])
     steps = Steps(on_step, ACTION, len(todo))
 
-    def run(i: int, p: Pass) -> list[TestRecord] | RerunError:
+    def run(i: int, p: Pass, rerunner: Rerunner | RerunError) -> list[TestRecord] | RerunError:
+        if isinstance(rerunner, RerunError):
+            return rerunner
         steps.started(p.tests[0], len(p.tests))
         try:
             return rerunner.run_in_order(p.tests, f"pass-{i + 1}")
@@ -83,21 +87,22 @@ def measure(
 
     with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
         try:
-            ran = list(pool.map(run, range(len(todo)), todo))
+            ran = list(pool.map(run, range(len(todo)), todo, theirs))
         except BaseException:
             # Interrupted (Ctrl-C): the passes under way are killed, not waited for.
-            rerunner.stop()
+            for r in theirs:
+                if isinstance(r, Rerunner):
+                    r.stop()
             raise
     verdicts, found = [], []
-    for p, records in zip(todo, ran, strict=True):
-        if isinstance(records, RerunError):
-            found.append(
-                Finding("rerun-undecided", "warning", pkg.name, f"the pass without restores did not run: {records}")
-            )
+    for p, records, rerunner in zip(todo, ran, theirs, strict=True):
+        if isinstance(records, RerunError) or isinstance(rerunner, RerunError):
+            message = f"the pass without restores did not run: {records}"
+            found.append(Finding("rerun-undecided", "warning", pkg.name, message))
             continue
         for victim in victims(result, records, p.tests):
             prefix = list(p.tests[: p.tests.index(victim)])
-            v = cause(rerunner, victim, prefix, p.leakers, budget, on_step)
+            v = replace(cause(rerunner, victim, prefix, p.leakers, budget, on_step), ran_on=p.station)
             verdicts.append(v)
             where = result.locate(v.test)
             found.append(hidden_finding(v, result) or verdict_finding(v, (), where) or flaky(v, where))

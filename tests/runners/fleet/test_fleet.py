@@ -7,14 +7,13 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers import sshd
-from tests.helpers.remote import of, package, promote_test, sshd_or_skip, station_errors, workspace
+from tests.helpers.remote import of, package, promote_test, station_errors, workspace
 
 pytestmark = pytest.mark.slow
 
@@ -46,16 +45,6 @@ SUITE = {
             assert 1 == 2
     """,
 }
-
-
-@pytest.fixture
-def mini(tmp_path: Path) -> Iterator[sshd.Sshd]:
-    yield from sshd_or_skip(tmp_path / "sshd-mini")
-
-
-@pytest.fixture
-def training(tmp_path: Path) -> Iterator[sshd.Sshd]:
-    yield from sshd_or_skip(tmp_path / "sshd-training")
 
 
 def fleet_repo(tmp_path: Path, mini: sshd.Sshd, training: sshd.Sshd, suite: dict[str, str], **keys: object) -> Path:
