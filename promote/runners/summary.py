@@ -237,9 +237,17 @@ def recovered(out_dir: Path, workers_with_results: set[str]) -> Recovered:
                 index = int(event.index or 0)
                 record = TestRecord(str(event.nodeid), "passed", event.duration_s, event.worker, index, name, ident)
                 tests.append(record)
-            tests += [TestRecord.from_json(r) for r in event.records or ()]
-            findings += [Finding.from_json(f) for f in event.findings or ()]
-            leaks += [LeakRecord.from_json(leak) for leak in event.leaked or ()]
+            try:
+                said = (
+                    [TestRecord.from_json(r) for r in event.records or ()],
+                    [Finding.from_json(f) for f in event.findings or ()],
+                    [LeakRecord.from_json(leak) for leak in event.leaked or ()],
+                )
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue  # a line the plugin did not write: its test counts as not finished, never half-read
+            tests += said[0]
+            findings += said[1]
+            leaks += said[2]
     return Recovered(tests, findings, leaks)
 
 

@@ -126,17 +126,40 @@ class ProgressLog:
             self._fd = None
 
 
+# Each field's type, as the log writes it: a line whose fields are not (a station's damaged relay, a last
+# line cut short by a dying process) is skipped, never half-read.
+_STR, _INT, _LIST = (str,), (int,), (list,)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "event": _STR, "worker": _STR, "t": (int, float), "nodeid": _STR, "index": _INT, "outcome": _STR,
+    "pid": _INT, "records": _LIST, "count": _INT, "serial_left": _INT, "findings": _LIST, "leaked": _LIST,
+    "duration_s": (int, float), "thread": _STR, "thread_id": _INT,
+}  # fmt: skip
+
+
+def event_of(d: object) -> ProgressEvent | None:
+    """One progress line's event, or None when it is not one (wrong types, a missing field)."""
+    if not isinstance(d, dict) or any(d.get(k) is None for k in ("event", "worker", "t")):
+        return None
+    known = {k: d[k] for k in _TYPES if d.get(k) is not None}
+    for k, v in known.items():
+        if not isinstance(v, _TYPES[k]) or isinstance(v, bool):
+            return None
+        if isinstance(v, list) and not all(isinstance(item, dict) for item in v):
+            return None
+    return ProgressEvent(**known)
+
+
 def read_progress(path: Path) -> list[ProgressEvent]:
-    """Read a progress log, skipping a last line cut short by a dying process."""
+    """Read a progress log, skipping a last line cut short by a dying process, and any line not the log's own."""
     events = []
-    with path.open(encoding="utf-8") as f:
+    with path.open(encoding="utf-8", errors="replace") as f:
         for line in f:
             try:
                 d = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 continue
-            known = {k: d.get(k) for k in ProgressEvent.__dataclass_fields__ if k in d}
-            events.append(ProgressEvent(**known))
+            if (event := event_of(d)) is not None:
+                events.append(event)
     return events
 
 
@@ -170,20 +193,22 @@ class LogTail:
                 self.running = None
                 continue
             try:
-                event = json.loads(line)
-            except ValueError:
+                event = event_of(json.loads(line))
+            except (ValueError, RecursionError):
                 continue
-            kind = event.get("event")
+            if event is None:
+                continue
+            kind = event.event
             if kind == "session":
                 # A new process appending to the same log (a replaced worker): the old one died mid-test.
                 if self.running is not None:
                     self.lost.append(self.running[0])
-                self.pid, self.running = event.get("pid"), None
+                self.pid, self.running = event.pid, None
             elif kind == "collected":
-                self.collected = max(self.collected, int(event.get("count") or 0))
-                self.serial_left.append(event.get("serial_left"))
+                self.collected = max(self.collected, event.count or 0)
+                self.serial_left.append(event.serial_left)
             elif kind == "start":
-                self.running = (str(event.get("nodeid")), float(event.get("t") or time.time()))
+                self.running = (str(event.nodeid), float(event.t))
             elif kind == "end":
                 self.running = None
 
