@@ -83,14 +83,19 @@ def crashes_on_stations(
 ) -> list[Finding]:
     """`findings` with each worker-crash of a station's worker saying which station, and that its connection may
     have been cut: from here a worker killed there and a dropped ssh session look the same."""
-    remote = {m.name: m.label for m in ready if m.remote}
+    remote = {m.name: m for m in ready if m.remote}
     where = {test: remote[s] for test, worker in crashed if (s := outcome.workers.get(worker)) in remote}
     out = []
     for f in findings:
-        label = where.get(f.subject) if f.check == "worker-crash" else None
-        if label is not None:
+        member = where.get(f.subject) if f.check == "worker-crash" else None
+        if member is not None and member.name in outcome.down:
             message = (
-                f"the worker running {f.subject} on station {label} stopped (a segfault, os._exit or a kill "
+                f"the worker running {f.subject} on station {member.label} stopped as the station stopped answering"
+            )
+            f = replace(f, message=message + " (its station-error says more)")
+        elif member is not None:
+            message = (
+                f"the worker running {f.subject} on station {member.label} stopped (a segfault, os._exit or a kill "
                 "there, or its ssh connection was cut); the rest of the package ran in a replacement worker"
             )
             f = replace(f, message=message)

@@ -165,7 +165,13 @@ def check_fleet(config: Config, p: PackageConfig) -> None:
 
 def stations_of(result: PackageResult) -> dict[str, Station]:
     """The stations of the fleet `result` ran on, each as detected there when it ran (none for a local package)."""
-    return {name: Station.from_json(p.station) for name, p in places(result.out_dir).items()}
+    found = {}
+    for name, place in places(result.out_dir).items():
+        try:
+            found[name] = Station.from_json(place.station)
+        except (KeyError, TypeError, ValueError):
+            continue  # not as promote wrote it: that station is known as configured only
+    return found
 
 
 def as_detected(inventory: Inventory, results: Sequence[PackageResult]) -> Inventory:
@@ -181,7 +187,7 @@ def fleet_inventories(
     inventory: Inventory, result: PackageResult
 ) -> tuple[Callable[[TestRecord], Inventory] | None, str | None]:
     """For a fleet's result: each test's inventory as the station it ran on sees it, and the fleet as findings name
-    it ("here" is where it ran); (None, None) for a package run on one station."""
+    it ("here" is where it ran); (None, None) for a package run here."""
     fleet = stations_of(result)
     if not result.placed or not fleet:
         return None, None
