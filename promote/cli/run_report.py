@@ -23,9 +23,9 @@ def run_report(r: RunResult) -> str:
     for p in r.packages:
         if (ran_with := configuration_line(p)) is not None:
             lines.append(f"  {p.name}: {ran_with}")
-        if p.placed:
+        if p.placed and len(p.fleet) > 1:  # a fleet of one: its STATION column says it all
             per = Counter(station for _, station in p.placed)
-            lines.append(f"  {p.name}: ran on " + ", ".join(f"{st} ({n} tests)" for st, n in sorted(per.items())))
+            lines.append(f"  {p.name}: ran on " + ", ".join(f"{st} ({n} test{'' if n == 1 else 's'})" for st, n in sorted(per.items())))
         if p.subtests:
             parts = ", ".join(f"{n} {k}" for k, n in sorted(p.subtests.items()))
             lines.append(f"  {p.name} subtests: {parts}")
@@ -55,7 +55,7 @@ def run_report(r: RunResult) -> str:
 
 def _on(p: PackageResult, t: TestRecord) -> str:
     station = p.ran_on(t.nodeid)
-    if station is None:
+    if station is None or len(p.fleet) < 2:
         return ""
     elsewhere = next((v.passes_on for v in p.verdicts if v.test == t.nodeid and v.passes_on), ())
     return f" on {station}" + (f"; passes alone on {', '.join(elsewhere)}" if elsewhere else "")
