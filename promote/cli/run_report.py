@@ -25,7 +25,8 @@ def run_report(r: RunResult) -> str:
             lines.append(f"  {p.name}: {ran_with}")
         if p.placed and len(p.fleet) > 1:  # a fleet of one: its STATION column says it all
             per = Counter(station for _, station in p.placed)
-            lines.append(f"  {p.name}: ran on " + ", ".join(f"{st} ({n} test{'' if n == 1 else 's'})" for st, n in sorted(per.items())))
+            ran = ", ".join(f"{st} ({n} test{'' if n == 1 else 's'})" for st, n in sorted(per.items()))
+            lines.append(f"  {p.name}: ran on {ran}")
         if p.subtests:
             parts = ", ".join(f"{n} {k}" for k, n in sorted(p.subtests.items()))
             lines.append(f"  {p.name} subtests: {parts}")
