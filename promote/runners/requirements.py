@@ -168,7 +168,8 @@ def blocked_summary(result: PackageResult) -> list[str]:
     for blocker, n in result.blocked_by.items():
         b = next(b for b in result.blockers if b.blocker == blocker)
         if b.check == MISSING_PACKAGE:
-            where = "not installed here"
+            # Where the tests ran: a package run on stations did not run here.
+            where = f"not installed on {', '.join(result.fleet)}" if result.fleet else "not installed here"
         elif b.check == IMPOSSIBLE:
             where = "not on any station"
         elif b.jobs:

@@ -244,6 +244,11 @@ def test_a_checkpoint_one_station_has_is_station_bound_and_counts_as_blocked() -
         "1 blocked: device:metal only on training",
         "1 blocked: package:flash_attn_mlx not installed here",
     ]
+    # Run on a station (a fleet of one): the package is missing there, not here.
+    assert (
+        blocked_summary(replace(result, fleet=("mini",)))[-1]
+        == "1 blocked: package:flash_attn_mlx not installed on mini"
+    )
     assert result.to_json()["blocked_by"] == result.blocked_by
 
 
