@@ -58,7 +58,7 @@ def once(repo: Path) -> tuple[float, float]:
     [pkg] = json.loads(done.stdout)["packages"]
     if pkg["passed"] != TESTS:
         raise BenchError(f"{pkg['passed']} of {TESTS} passed")
-    fleet = json.loads((Path(pkg["results"]) / "all" / "fleet.json").read_text())
+    fleet = json.loads((Path(pkg["results"]) / "parallel" / "fleet.json").read_text())
     return wall, float(fleet["cpu_s"])
 
 

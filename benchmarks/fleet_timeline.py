@@ -53,7 +53,7 @@ def one(repo: Path) -> list[float]:
     if pkg["passed"] != TESTS:
         raise BenchError(f"{pkg['passed']} of {TESTS} tests passed")
     out = Path(pkg["results"])
-    events = _events(out / "all")
+    events = _events(out / "parallel")
     times: dict[str, list[float]] = {}
     for e in events:
         times.setdefault(str(e["event"]), []).append(float(str(e["t"])))
@@ -63,7 +63,7 @@ def one(repo: Path) -> list[float]:
 
     return [
         at(out.parent / "station.json"), at(out / "fleet-spec.json"), max(times["session"]) - t0,
-        min(times["start"]) - t0, max(times["finish"]) - t0, at(out / "all" / "fleet.json"),
+        min(times["start"]) - t0, max(times["finish"]) - t0, at(out / "parallel" / "fleet.json"),
         at(out.parent / "run.json"), end,
     ]  # fmt: skip
 

@@ -214,10 +214,13 @@ class PackageRun:
         extra: tuple[str, ...] = (),
         station: Path | None = None,
         env: Mapping[str, str] | None = None,
+        parts: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.pkg, self.out_dir, self.python, self.leaks, self.extra, self.station = (
             pkg, out_dir, python, leaks, extra, station
         )  # fmt: skip
+        # `parts`: each part's own extra arguments, in order (a fleet's controller: its workers per part).
+        self.part_extra = dict(parts or {})
         # `env`: set over the package's environment (a fleet's controller takes the package's args this way).
         self.env = {**environment(pkg, python), **(env or {})}
         self.started = time.monotonic()
@@ -225,6 +228,8 @@ class PackageRun:
         # More than one worker needs xdist: promote test refuses that before anything starts (runners.suite).
         self.xdist = on_xdist(pkg, self.own)
         self.phases = [("parallel", pkg.workers), ("serial", 1)] if self.xdist else [("all", 1)]
+        if self.part_extra:
+            self.phases = [(part, 1) for part in self.part_extra]
         self.stopped = False
         self.first = self._launch(*self.phases[0])
         self.current = self.first[0]
@@ -246,6 +251,7 @@ class PackageRun:
             xdist=self.xdist,
             resume=resume,
         )
+        cmd += self.part_extra.get(part, ())
         log = "pytest.log" if resume is None else f"pytest-{resume[0]}.log"
         with state.open_private_log(part_dir / log) as sink:
             proc = subprocess.Popen(

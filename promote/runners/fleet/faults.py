@@ -12,6 +12,7 @@ from pathlib import Path
 from promote.core.bounded_json import JsonRejected, read_object
 from promote.core.findings import Finding
 from promote.runners.fleet.members import Member
+from promote.runners.plugin import progress
 from promote.runners.plugin.fleet_worker import RESULT
 from promote.runners.remote.faults import station_error
 
@@ -40,6 +41,24 @@ def read_outcome(part_dir: Path) -> FleetOutcome:
     ids = tuple(str(n) for n in unplaced) if isinstance(unplaced, list) else ()
     timed_out = tuple(str(n) for n in late) if isinstance(late, list) else ()
     return FleetOutcome(_strings(data.get("workers")), _strings(data.get("down")), ids, timed_out, read=True)
+
+
+def merged(workers: dict[str, str], parts: dict[str, FleetOutcome]) -> FleetOutcome:
+    """One outcome for a run's parts (its session and, when it had serial tests, the one after); `workers`: each
+    worker, named by its part and itself, and its station."""
+    down = {station: why for o in parts.values() for station, why in o.down.items()}
+    unplaced = tuple(dict.fromkeys(test for o in parts.values() for test in o.unplaced))
+    timed_out = tuple(test for o in parts.values() for test in o.timed_out)
+    return FleetOutcome(workers, down, unplaced, timed_out, read=any(o.read for o in parts.values()))
+
+
+def started_by(part_dir: Path) -> list[tuple[str, str]]:
+    """(test, worker) of every test a worker of this part started, as its relayed progress lines say."""
+    found = []
+    for path in sorted(part_dir.glob("progress-*.jsonl")):
+        worker = path.stem.removeprefix("progress-")
+        found += [(e.nodeid, worker) for e in progress.read_progress(path) if e.event == "start" and e.nodeid]
+    return found
 
 
 def _names(tests: list[str]) -> str:

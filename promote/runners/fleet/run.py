@@ -27,7 +27,7 @@ from promote.runners import package as runner
 from promote.runners.causes.station_rerun import SPEC, addopts, places
 from promote.runners.configuration import own_options
 from promote.runners.fleet import members as fleet_members
-from promote.runners.fleet.faults import crashes_on_stations, fleet_findings, read_outcome
+from promote.runners.fleet.faults import crashes_on_stations, fleet_findings, merged, read_outcome, started_by
 from promote.runners.fleet.members import Member
 from promote.runners.package import ProgressCallback
 from promote.runners.plugin.fleet_worker import read_elsewhere
@@ -36,8 +36,6 @@ from promote.runners.plugin.requirement_rules import Rule
 from promote.runners.remote.faults import station_error
 from promote.runners.stations import Inventory
 from promote.runners.summary import PackageResult, crashed_tests, summarize
-
-PART = "all"
 
 
 def worker_env(pkg: PackageConfig) -> dict[str, str]:
@@ -69,16 +67,20 @@ def start(
         "rules": [{"pattern": r.pattern, "requirement": r.requirement, "frames": list(r.frames)} for r in rules],
     }
     path = write_atomic(out_dir / SPEC, json.dumps(spec, indent=1))
-    workers = sum(m.workers for m in ready)
-    extra = (
-        "--dist=load",
-        f"--promote-fleet={path}",
-        f"--max-worker-restart={runner.MAX_RESTARTS * workers}",
-        *(f"--tx={m.workers}*{m.spec}" for m in ready),
-    )
+
+    def tx(each: Callable[[Member], int]) -> tuple[str, ...]:
+        restarts = f"--max-worker-restart={runner.MAX_RESTARTS * sum(each(m) for m in ready)}"
+        return (restarts, *(f"--tx={each(m)}*{m.spec}" for m in ready))
+
+    # As on one machine: the tests its `serial` setting or marker names run after the others, one at a time on
+    # each station, in a second session that starts only when the first left some (docs/stations.md).
+    parts = {"parallel": tx(lambda m: m.workers), "serial": tx(lambda m: 1)}
     controller = replace(pkg, workers=1, args=())
     env = {"PYTEST_ADDOPTS": addopts(pkg)} if pkg.args else {}
-    return runner.PackageRun(controller, out_dir, python=pkg.interpreter, leaks=pkg.leaks, extra=extra, env=env)
+    extra = ("--dist=load", f"--promote-fleet={path}")
+    return runner.PackageRun(
+        controller, out_dir, python=pkg.interpreter, leaks=pkg.leaks, extra=extra, env=env, parts=parts
+    )
 
 
 def run_fleet(
@@ -99,10 +101,9 @@ def run_fleet(
     `rules`: the configured requirement rules (requirements.configured_rules), for placing device skips.
     """
     out_dir = run_dir / pkg.name
-    part_dir = out_dir / PART
-    state.private_dir(part_dir)
+    state.private_dir(out_dir)
     t0 = time.monotonic()
-    ready, unready = fleet_members.prepare(pkg, stations, here, part_dir / "scratch", run_dir.name, worker_env(pkg))
+    ready, unready = fleet_members.prepare(pkg, stations, here, out_dir / "scratch", run_dir.name, worker_env(pkg))
     label = label_of(pkg, ready)
     if not ready:
         if on_progress is not None:
@@ -119,20 +120,23 @@ def run_fleet(
         on_start(run)
     # Each worker removes its own scratch directory (and the run's, once empty) as it finishes.
     parts = run.finish(on_progress)
-    outcome = read_outcome(part_dir)
     # A station's tests past the timeout were ended by the controller; this machine's, by the run's own watch.
-    parts = [replace(p, timed_out=(*p.timed_out, *outcome.timed_out)) for p in parts]
+    outcomes = {p.part: read_outcome(p.out_dir) for p in parts}
+    parts = [replace(p, timed_out=(*p.timed_out, *outcomes[p.part].timed_out)) for p in parts]
     result = summarize(
         pkg.name, pkg.path, out_dir, station=label, parts=parts, timeout_s=pkg.timeout_s, rootdir=rootdir
     )
-    crashed = crashed_tests(part_dir)
-    ran = [(t.nodeid, t.worker) for t in result.tests if t.parent is None] + crashed
+    # Each part's workers are named gw0, gw1, ... again: a worker is known by its part and its name.
+    outcome = merged({f"{part}/{w}": s for part, o in outcomes.items() for w, s in o.workers.items()}, outcomes)
+    crashed = [(test, f"{p.part}/{w}") for p in parts for test, w in crashed_tests(p.out_dir)]
+    started = {test: f"{p.part}/{w}" for p in parts for test, w in started_by(p.out_dir)}
     # Left by every worker to a station that then ran none of them: never ran, said once with the unplaced.
-    nowhere = sorted(read_elsewhere(part_dir) - {test for test, _ in ran} - set(outcome.unplaced))
+    elsewhere = set().union(*(read_elsewhere(p.out_dir) for p in parts))
+    nowhere = sorted(elsewhere - set(started) - set(outcome.unplaced))
     outcome = replace(outcome, unplaced=(*outcome.unplaced, *nowhere))
     findings = [*crashes_on_stations(list(result.findings), outcome, ready, crashed), *unready]
     findings += fleet_findings(outcome, ready, crashed)
-    placed = tuple(sorted({test: outcome.workers.get(worker, worker) for test, worker in ran}.items()))
+    placed = tuple(sorted((test, outcome.workers.get(worker, worker)) for test, worker in started.items()))
     workers = sum(m.workers for m in ready)
     down = tuple(sorted(outcome.down))
     return replace(

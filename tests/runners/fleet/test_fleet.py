@@ -305,7 +305,7 @@ def test_the_longest_tests_of_the_last_run_are_sent_first(tmp_path: Path) -> Non
     def started() -> list[str]:
         code, report, stderr = promote_test(repo)
         assert code == 0, stderr
-        [log] = (Path(of(report, "pkg")["results"]) / "all").glob("progress-*.jsonl")
+        [log] = (Path(of(report, "pkg")["results"]) / "parallel").glob("progress-*.jsonl")
         return [e["nodeid"] for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "start"]
 
     first, second = started(), started()

@@ -50,8 +50,8 @@ def test_a_package_runs_on_the_station_and_comes_back_like_a_local_one(tmp_path:
     # One pytest session here, its two workers there: every test placed on the station, its records back here.
     assert set(there["placement"].values()) == {"training"} and len(there["placement"]) == 7
     assert (Path(there["results"]) / "junit.xml").is_file()
-    assert (Path(there["results"]) / "all" / "pytest.log").is_file()
-    assert len(list((Path(there["results"]) / "all").glob("progress-gw*.jsonl"))) == 2
+    assert (Path(there["results"]) / "parallel" / "pytest.log").is_file()
+    assert len(list((Path(there["results"]) / "parallel").glob("progress-gw*.jsonl"))) == 2
     spec = json.loads((Path(there["results"]) / "fleet-spec.json").read_text())
     detected = spec["stations"]["training"]
     assert detected["name"] == "training" and detected["detected"] is True
@@ -190,3 +190,54 @@ def test_ssh_connections_are_shared_only_through_a_directory_private_to_this_use
     mine.rmdir()
     mine.symlink_to(tmp_path)  # or point it elsewhere
     assert multiplexing() == []
+
+
+SERIAL = {
+    "test_serial.py": """
+        import json, os, time
+        import pytest
+
+        def say(name):
+            start = time.time()
+            time.sleep(0.3)
+            with open(os.environ["WITNESS"], "a") as f:
+                f.write(json.dumps([name, start, time.time(), os.environ["PYTEST_XDIST_WORKER"]]) + "\\n")
+
+        @pytest.mark.parametrize("i", range(6))
+        def test_parallel(i):
+            say(f"parallel-{i}")
+
+        def test_alone_by_pattern():
+            say("pattern")
+
+        @pytest.mark.serial
+        def test_alone_by_marker():
+            say("marker")
+    """,
+    "conftest.py": "def pytest_configure(config):\n    config.addinivalue_line('markers', 'serial: alone')\n",
+}
+
+
+def test_serial_tests_run_alone_on_the_station_after_the_others(tmp_path: Path, server: sshd.Sshd) -> None:
+    witness = tmp_path / "witness.jsonl"
+    station = server.station_toml("training", python=sys.executable, workdir=str(tmp_path / "station"))
+    keys = {"workers": 2, "serial": ["*alone_by_pattern"], "env": {"WITNESS": str(witness)}}
+    repo = workspace(tmp_path, {"there": SERIAL}, package("there", "training", **keys) + station)
+
+    code, report, stderr = promote_test(repo)
+
+    assert code == 0, stderr
+    there = of(report, "there")
+    assert (there["passed"], there["failed"], there["crashed"]) == (8, 0, 0)
+    assert set(there["placement"].values()) == {"training"} and len(there["placement"]) == 8
+    spans = {name: (start, end) for name, start, end, _ in map(json.loads, witness.read_text().splitlines())}
+    assert len(spans) == 8
+    # Each serial test ran while no other test ran: after every parallel one, and not beside the other.
+    for alone in ("pattern", "marker"):
+        start, end = spans[alone]
+        assert all(e <= start or s >= end for name, (s, e) in spans.items() if name != alone), spans
+    assert max(e for name, (_, e) in spans.items() if name.startswith("parallel")) <= min(
+        spans["pattern"][0], spans["marker"][0]
+    )
+    # Two sessions: the one on both workers, then the one for the serial tests.
+    assert sorted(p.name for p in Path(there["results"]).iterdir() if p.is_dir()) == ["parallel", "serial"]
