@@ -14,14 +14,19 @@ from promote.runners.causes.rerun import RerunError, Rerunner
 from promote.runners.summary import PackageResult
 
 
+def here(pkg: PackageConfig, result: PackageResult, base: Path) -> Rerunner:
+    """The rerunner of a package run here: this machine, as the run detected it (its station file)."""
+    station = result.out_dir.parent / "station.json"
+    return Rerunner(pkg, pkg.interpreter, base, station if station.is_file() else None)
+
+
 def rerunners(pkg: PackageConfig, result: PackageResult, victims: list[str]) -> list[tuple[Rerunner, list[str]]]:
-    """Who reruns which failures: here for a package run here (or on one station), else the station of each."""
+    """Who reruns which failures: here for a package run here, else the station each failed on."""
     if not victims:
         return []
     base = result.out_dir / "reruns"
     if not result.placed:
-        station = result.out_dir.parent / "station.json"
-        return [(Rerunner(pkg, pkg.interpreter, base, station if station.is_file() else None), victims)]
+        return [(here(pkg, result, base), victims)]
     fleet = station_rerun.places(result.out_dir)
     groups: dict[str, list[str]] = {}
     for victim in victims:
@@ -39,9 +44,8 @@ def pass_rerunners(
     """Who runs each pass without restores: here for a package run here, else the station of its worker (one
     rerunner per station, each in a directory of its own); a RerunError for a pass no station can run."""
     if not result.placed:
-        station = result.out_dir.parent / "station.json"
-        here = Rerunner(pkg, pkg.interpreter, base, station if station.is_file() else None)
-        return [here for _ in stations]
+        local = here(pkg, result, base)
+        return [local for _ in stations]
     fleet = station_rerun.places(result.out_dir)
     theirs: dict[str, Rerunner] = {}
     found: list[Rerunner | RerunError] = []

@@ -43,9 +43,10 @@ def read_outcome(part_dir: Path) -> FleetOutcome:
     return FleetOutcome(_strings(data.get("workers")), _strings(data.get("down")), ids, timed_out, read=True)
 
 
-def merged(workers: dict[str, str], parts: dict[str, FleetOutcome]) -> FleetOutcome:
-    """One outcome for a run's parts (its session and, when it had serial tests, the one after); `workers`: each
-    worker, named by its part and itself, and its station."""
+def merged(parts: dict[str, FleetOutcome]) -> FleetOutcome:
+    """One outcome for a run's parts (its session and, when it had serial tests, the one after). Each part's
+    workers are named gw0, gw1, ... again: a worker is known by its part and its name (`parallel/gw0`)."""
+    workers = {f"{part}/{w}": station for part, o in parts.items() for w, station in o.workers.items()}
     down = {station: why for o in parts.values() for station, why in o.down.items()}
     unplaced = tuple(dict.fromkeys(test for o in parts.values() for test in o.unplaced))
     timed_out = tuple(test for o in parts.values() for test in o.timed_out)

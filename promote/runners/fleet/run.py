@@ -126,8 +126,7 @@ def run_fleet(
     result = summarize(
         pkg.name, pkg.path, out_dir, station=label, parts=parts, timeout_s=pkg.timeout_s, rootdir=rootdir
     )
-    # Each part's workers are named gw0, gw1, ... again: a worker is known by its part and its name.
-    outcome = merged({f"{part}/{w}": s for part, o in outcomes.items() for w, s in o.workers.items()}, outcomes)
+    outcome = merged(outcomes)  # its workers known as `part/name`, as below
     crashed = [(test, f"{p.part}/{w}") for p in parts for test, w in crashed_tests(p.out_dir)]
     started = {test: f"{p.part}/{w}" for p in parts for test, w in started_by(p.out_dir)}
     # Left by every worker to a station that then ran none of them: never ran, said once with the unplaced.

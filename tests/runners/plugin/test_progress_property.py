@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from promote.runners.plugin.progress import ProgressEvent, read_progress, unfinished
+from promote.runners.plugin.progress import _TYPES, ProgressEvent, read_progress, unfinished
 from promote.runners.summary import recovered
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -66,3 +66,8 @@ def test_a_line_of_the_wrong_shape_is_skipped_and_its_neighbours_kept(tmp_path: 
     events = read_progress(tmp_path / "progress-gw0.jsonl")
 
     assert [(e.event, e.index) for e in events] == [("finish", 1), ("finish", 1)]
+
+
+def test_every_field_of_an_event_has_a_type_the_reader_checks() -> None:
+    # A field added to ProgressEvent and not to the reader's table would be dropped from every line read.
+    assert set(_TYPES) == set(ProgressEvent.__dataclass_fields__)
