@@ -7,6 +7,7 @@ last `start` line without a matching `finish` names the test that was running.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -144,6 +145,8 @@ def event_of(d: object) -> ProgressEvent | None:
     for k, v in known.items():
         if not isinstance(v, _TYPES[k]) or isinstance(v, bool):
             return None
+        if isinstance(v, float) and not math.isfinite(v):
+            return None  # a NaN start time would never reach a timeout
         if isinstance(v, list) and not all(isinstance(item, dict) for item in v):
             return None
     return ProgressEvent(**known)

@@ -6,6 +6,7 @@ Over a fleet the lines come from other machines through xdist's channel, so the 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,7 @@ def test_a_damaged_progress_log_reads_as_events_or_nothing(
     for e in events:
         assert isinstance(e.event, str) and isinstance(e.worker, str) and isinstance(e.t, (int, float))
         assert e.index is None or (isinstance(e.index, int) and not isinstance(e.index, bool))
+        assert math.isfinite(e.t) and (e.duration_s is None or math.isfinite(e.duration_s))
         assert all(isinstance(r, dict) for r in e.records or ())
     assert len(found.tests) <= sum(len(e.records or ()) + 1 for e in events)
     assert all(isinstance(test, str) for test in running)
@@ -60,7 +62,8 @@ def test_a_damaged_progress_log_reads_as_events_or_nothing(
 
 def test_a_line_of_the_wrong_shape_is_skipped_and_its_neighbours_kept(tmp_path: Path) -> None:
     good = json.dumps(finish)
-    lines = [good, json.dumps({**finish, "index": "one"}), json.dumps({"event": "finish"}), "[1]", good]
+    nan = json.dumps({**finish, "event": "start", "t": float("nan")})
+    lines = [good, json.dumps({**finish, "index": "one"}), json.dumps({"event": "finish"}), "[1]", nan, good]
     (tmp_path / "progress-gw0.jsonl").write_text("\n".join(lines) + "\n")
 
     events = read_progress(tmp_path / "progress-gw0.jsonl")
