@@ -46,8 +46,13 @@ def run_report(r: RunResult) -> str:
     if failing:
         streaks = {(s.package, s.test): s for s in r.red_streaks}
         where = {p.name: p for p in r.packages}
+        grouped = {(p.name, t) for p in r.packages for g in p.groups for t in g.tests}
         lines += ["", "failed:"] + [f"  {name}: {t.nodeid} ({t.outcome}{_on(where[name], t)}"
-                                    f"{_streak(streaks.get((name, t.nodeid)))})" for name, t in failing]  # fmt: skip
+                                    f"{_streak(streaks.get((name, t.nodeid)))})"
+                                    for name, t in failing if (name, t.nodeid) not in grouped]  # fmt: skip
+        # A group's tests once, under their cause: its finding lists every one of them.
+        lines += [f"  {p.name}: {len(g.tests)} tests fail with {g.cause} (same cause), {g.tests[0]} and "
+                  f"{len(g.tests) - 1} more" for p in r.packages for g in p.groups]  # fmt: skip
     if r.findings:
         lines += ["", "findings:", *findings_lines(r.findings)]
     lines += ["", f"results: {r.out_dir}", mark("all green", "good") if r.green else mark("not green", "bad")]

@@ -44,12 +44,19 @@ def _reruns(p: PackageResult) -> dict[str, dict[str, Any]]:
 def package_failures(p: PackageResult) -> list[dict[str, Any]]:
     """Every failed, errored and crashed test of one package (blocked ones are the requirements check's), in order."""
     blocked, reruns = set(p.blocked_tests), _reruns(p)
+    # A group of one cause is one entry, under its representative, with every test of the group.
+    groups = {g.tests[0]: g for g in p.groups}
+    grouped = {t for g in p.groups for t in g.tests[1:]}
     out = []
     for t in p.tests:
-        if t.parent is None and is_red(t.outcome) and t.nodeid not in blocked:
+        if t.parent is None and is_red(t.outcome) and t.nodeid not in blocked and t.nodeid not in grouped:
             text = t.excerpt or t.longrepr
-            out.append({"test": t.nodeid, "outcome": t.outcome, "cause": cause(text), "rerun": reruns.get(t.nodeid),
-                        "station": p.ran_on(t.nodeid)})  # fmt: skip
+            entry = {"test": t.nodeid, "outcome": t.outcome, "cause": cause(text), "rerun": reruns.get(t.nodeid),
+                     "station": p.ran_on(t.nodeid)}  # fmt: skip
+            if t.nodeid in groups:
+                g = groups[t.nodeid]
+                entry |= {"cause": f"{g.cause}: {entry['cause']}", "group": list(g.tests)}
+            out.append(entry)
     for nodeid in p.crashed_tests:
         out.append({"test": nodeid, "outcome": "crashed", "cause": "its worker process died while running it",
                     "rerun": reruns.get(nodeid), "station": p.ran_on(nodeid)})  # fmt: skip

@@ -27,3 +27,27 @@ class Verdict:
     # Over a fleet: the station it failed (and was rerun) on, and the others where it passed when run alone.
     ran_on: str | None = None
     passes_on: tuple[str, ...] = ()
+
+
+# Members of a group rerun besides its representative, to confirm that they fail for the same reason.
+SAMPLE = 2
+
+
+@dataclass(frozen=True)
+class Group:
+    """Failed tests of one package that raised the same exception type through the same line: one cause."""
+
+    raised: str  # the exception's type
+    at: str  # `path:line`, relative to the rootdir when `own`, else the library file's last two path parts
+    own: bool
+    tests: tuple[str, ...]  # sorted by id: the first is the representative
+
+    @property
+    def sample(self) -> tuple[str, ...]:
+        """The representative, then the last and the middle member: the tests rerun for the whole group."""
+        t = self.tests
+        return tuple(dict.fromkeys((t[0], t[-1], t[len(t) // 2])))[: 1 + SAMPLE]
+
+    @property
+    def cause(self) -> str:
+        return f"{self.raised} at {self.at}"

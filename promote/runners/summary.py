@@ -23,7 +23,7 @@ from promote.runners.package_findings import (
 from promote.runners.plugin import progress as progress_mod
 from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults, read_all_results
 from promote.runners.plugin.stops import Stop, read_collected, read_stop
-from promote.runners.rerun_verdict import Verdict
+from promote.runners.rerun_verdict import Group, Verdict
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,7 @@ class PackageResult:
     counts: dict[str, int] = field(default_factory=dict)
     subtests: dict[str, int] = field(default_factory=dict)
     verdicts: tuple[Verdict, ...] = ()
+    groups: tuple[Group, ...] = ()  # failures of one cause whose reruns agreed: each said once, under its cause
     blocked_tests: tuple[str, ...] = ()  # ids of the tests counted as blocked
     blockers: tuple[Blocked, ...] = ()  # why each of them is blocked
     judged: tuple[Blocked, ...] = ()  # what the requirement findings tell: each test's own need, each subtest's
@@ -190,6 +191,8 @@ class PackageResult:
                 }
                 for v in self.verdicts
             ],
+            # Failures of one cause, each group said once: what raised, where, and its tests.
+            "groups": [{"raised": g.raised, "at": g.at, "tests": list(g.tests)} for g in self.groups],
             "blockers": [b.to_json() for b in self.blockers],
             "random_draws_restored": self.random_draws_restored,
             "random_draws": self.random_draws,

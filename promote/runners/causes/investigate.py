@@ -14,13 +14,14 @@ from promote.config import Config, PackageConfig
 from promote.core import state
 from promote.core.findings import Finding
 from promote.core.vocab import CRASHES_ALONE, is_red
-from promote.runners.causes import bisect, imports, station_rerun
+from promote.runners.causes import bisect, groups, imports, station_rerun
 from promote.runners.causes.budget import Budget, out_of_budget
 from promote.runners.causes.fleet_causes import across, rerunners, unreachable
 from promote.runners.causes.rerun import RerunError, Rerunner, Seen
 from promote.runners.causes.verdict_findings import verdict_finding
 from promote.runners.configuration import chosen, locate, rootdir_of
 from promote.runners.plugin import progress
+from promote.runners.rerun_verdict import Group
 from promote.runners.plugin.records import read_all_results
 from promote.runners.summary import PackageResult
 
@@ -241,27 +242,63 @@ def investigate(
     only: Set[str] | None = None,
 ) -> PackageResult:
     """Classify every failed test of one package run (those in `only`, when given); add findings and verdicts to
-    its result."""
+    its result. Failures of one cause are rerun as a group, and said once (`groups`)."""
     victims = [t for t in failed_tests(result) if only is None or t in only]
     far = unreachable(result, victims)
     victims = [t for t in victims if t not in {v.test for v in far}]
     verdicts: list[bisect.Verdict] = []
+    shared: list[Group] = []
     # Over a fleet, each failure is rerun on the station where it failed, with the tests that ran before it there.
-    for rerunner, group in rerunners(pkg, result, victims):
-        shown = _verdicts(rerunner, group, result, budget, on_step)
+    for rerunner, chunk in rerunners(pkg, result, victims):
+        shown, agreed = _verdicts(rerunner, chunk, result, budget, on_step)
         if isinstance(rerunner, station_rerun.StationRerunner):
             shown = across(pkg, result, rerunner, [replace(v, ran_on=rerunner.place.name) for v in shown], budget)
         verdicts += shown
+        shared += agreed
     verdicts += far
     leaks = [f for f in result.findings if f.check == "leaked-state"]
-    found = [f for v in verdicts if (f := verdict_finding(v, leaks, result.locate(v.test))) is not None]
+    by_test = {v.test: v for v in verdicts}
+    in_groups = {t for g in shared for t in g.tests}
+    found = [
+        f for g in shared if (f := groups.group_finding(g, [by_test[t] for t in g.sample], leaks, result)) is not None
+    ]
+    found += [
+        f
+        for v in verdicts
+        if v.test not in in_groups and (f := verdict_finding(v, leaks, result.locate(v.test))) is not None
+    ]
     # A crash that repeats alone is said once, with its signal and frames, in place of the run's own line.
     alone_crashes = {v.test for v in verdicts if v.kind == CRASHES_ALONE}
     kept = tuple(f for f in result.findings if not (f.check == "worker-crash" and f.subject in alone_crashes))
-    return replace(result, findings=kept + tuple(found), verdicts=tuple(verdicts)) if verdicts else result
+    if not verdicts:
+        return result
+    return replace(result, findings=kept + tuple(found), verdicts=tuple(verdicts), groups=tuple(shared))
 
 
 def _verdicts(
+    rerunner: Rerunner, victims: list[str], result: PackageResult, budget: Budget, on_step: StepCallback | None
+) -> tuple[list[bisect.Verdict], list[Group]]:
+    """Every victim's verdict, in victim order, and the groups of one cause whose sampled members agreed.
+
+    Only a group's sample is rerun; where the sample disagrees, its other members are rerun one by one after.
+    """
+    cause_groups, singles = groups.cause_groups(result, victims)
+    picked = sorted({*singles, *(t for g in cause_groups for t in g.sample)})
+    found = dict(zip(picked, _rerun(rerunner, picked, result, budget, on_step), strict=True))
+    agreed, rest = [], []
+    for g in cause_groups:
+        sample = [found[t] for t in g.sample]
+        if groups.agree(sample):
+            agreed.append(g)
+            found.update({t: groups.inherited(g, sample[0], t) for t in g.tests if t not in found})
+        else:
+            rest += [t for t in g.tests if t not in found]
+    if rest:
+        found.update(zip(rest, _rerun(rerunner, rest, result, budget, on_step), strict=True))
+    return [found[v] for v in victims], agreed
+
+
+def _rerun(
     rerunner: Rerunner, victims: list[str], result: PackageResult, budget: Budget, on_step: StepCallback | None
 ) -> list[bisect.Verdict]:
     worker_orders = orders(result.out_dir)

@@ -30,7 +30,7 @@ def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding], location: Locat
     if v.kind == bisect.ORDER_DEPENDENT:
         named = ", ".join(v.polluters)
         # Several found apart each make it fail on their own; otherwise they are one group, needed together.
-        after = f"after each of {_listed(v.polluters)}" if v.each and len(v.polluters) > 1 else f"only after {named}"
+        after = f"after each of {listed(v.polluters)}" if v.each and len(v.polluters) > 1 else f"only after {named}"
         message = (
             f"fails {after} ran earlier in the same process; passes alone ({v.detail}; found in {v.reruns} reruns)"
         )
@@ -49,7 +49,7 @@ def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding], location: Locat
     return None
 
 
-def _listed(names: Sequence[str], most: int = 5) -> str:
+def listed(names: Sequence[str], most: int = 5) -> str:
     """`A, B and C`; past `most`, the first three and how many more (the finding's cause lists them all)."""
     if len(names) > most:
         return f"{', '.join(names[:3])} and {len(names) - 3} more"

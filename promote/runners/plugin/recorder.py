@@ -39,6 +39,10 @@ from promote.runners.plugin.sites import Sites, ThreadStarts
 from promote.runners.plugin.streams import StreamTracker
 
 
+# A skip or an xfail raises too; neither is a failure with a cause.
+_NOT_FAILURES = (pytest.skip.Exception, pytest.xfail.Exception)
+
+
 @dataclass  # no slots=True: the plugin loads on Python 3.9 too
 class _Running:
     """What is known so far about the test being run."""
@@ -56,6 +60,8 @@ class _Running:
     failed_subtests: int = 0
     requirements: tuple[str, ...] = ()
     fixture: str | None = None
+    # What raised in the first phase that failed, and where (`outcomes.failure_site`): failures are grouped by it.
+    site: tuple[str, str, bool] | None = None
 
 
 class Recorder:
@@ -258,6 +264,9 @@ class Recorder:
             run.thread = threading.current_thread()
         elif call.when == "setup" and call.excinfo is not None and run.fixture is None:
             run.fixture = failing_fixture(item, call.excinfo)
+        excinfo = call.excinfo
+        if excinfo is not None and run.site is None and not excinfo.errisinstance(_NOT_FAILURES):
+            run.site = outcomes.failure_site(excinfo.value, self.config.rootpath)
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -318,6 +327,9 @@ class Recorder:
             requirements=run.requirements if top else (),
             fixture=run.fixture if top else None,
             excerpt=excerpt("\n\n".join(failure)) if failure else None,
+            raised=run.site[0] if top and failure and run.site else None,
+            raised_at=run.site[1] if top and failure and run.site else None,
+            raised_own=bool(run.site[2]) if top and failure and run.site else False,
         )
 
     def _finish(self, run: _Running) -> None:

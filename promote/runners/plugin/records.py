@@ -54,6 +54,11 @@ class TestRecord:
     output: str | None = None
     # For a module that failed to be collected: the line of it that raised, when the error went through it.
     line: int | None = None
+    # For a red test: the type of what raised, and the innermost line of the project's code it went through
+    # (`path:line` relative to the rootdir); failures with both the same are one group of one cause.
+    raised: str | None = None
+    raised_at: str | None = None
+    raised_own: bool = False  # `raised_at` is the project's own code (else a library's: its last two path parts)
 
     def to_json(self) -> dict[str, Any]:
         # The instance's own dict (json writes its tuples as lists): asdict's deep copy costs
