@@ -293,7 +293,7 @@ def test_sections_name_no_template_and_the_schema_is_the_shipped_one(tmp_path: P
 
 
 def test_a_finding_says_what_its_own_test_needs_and_what_it_refers_to_comes_first() -> None:
-    need = "needs hub:org/model, which no station has: it can never run"
+    need = "needs hub:org/model, which no station here has: it cannot run on this fleet"
     findings = [
         # A flaky finding quoting its cause's leaked-state message: a check named before leaked-state.
         Finding(
