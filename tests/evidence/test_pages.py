@@ -338,5 +338,8 @@ def test_a_page_whose_ci_runs_no_test_never_says_the_packages_ran_as_their_ci_ru
     for text in (md, page):
         assert "as its CI runs it" not in text and "CI runs" not in text
     assert "promote ran each package from its own directory, as `cd PACKAGE && python -m pytest` does:" in md
-    assert "promote ran each package from its own directory, as <code>cd PACKAGE &amp;&amp; python -m pytest</code>" in page
+    assert (
+        "promote ran each package from its own directory, as <code>cd PACKAGE &amp;&amp; python -m pytest</code>"
+        in page
+    )
     assert "- `sanctum-mlx` ran with `pyproject.toml` (rootdir `packages/sanctum-mlx`)" in md

@@ -378,7 +378,8 @@ def test_every_hub_model_a_subtest_reaches_is_named_and_its_subtest_blocked_not_
     assert found["tests/test_tok.py::TestTok::test_one_real_failure"].endswith("(n=1) needs hub:org/tok-f")
     # A model two tests reach is one finding naming the test and the subtest.
     assert found["tests/test_tok.py::TestTok"] == (
-        "needs hub:org/shared, which no station here has: it cannot run on this fleet; 1 test(s) via tests/test_tok.py::TestTok (1): "
+        "needs hub:org/shared, which no station here has: it cannot run on this fleet; "
+        "1 test(s) via tests/test_tok.py::TestTok (1): "
         f"tests/test_tok.py::TestTok::test_uses_shared; 1 subtest(s): {top} (tokenizer='org/shared')"
     )
     # The terminal's list of failures is the one subtest that failed for itself (and its test).
