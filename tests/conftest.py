@@ -1,4 +1,4 @@
-"""Suite-wide fixtures: git identity and configuration pinned, nothing read from the user's setup."""
+"""Suite-wide fixtures: git identity and configuration pinned, nothing read from the user's setup (nor their venv)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ def pinned_git(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPat
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
+    # An activated venv running the suite would be taken for the tested repositories' own (`promote init`).
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     yield
 
 

@@ -40,6 +40,19 @@ class Proposed:
     count: int
     owner: Owner  # who runs them before any package is declared: a CI job, maybe one, or nobody
     by: str | None = None  # the CI job
+    # The project's interpreter as its `python` key says it; None: none was found, promote's own counted them.
+    python: str | None = None
+    found_in: str | None = None  # where that environment was found (".venv", "hatch", ...)
+    counted_by: str = ""  # the interpreter that counted them
+    failed: int = 0  # its test modules pytest could not collect (import), not counted
+
+
+@dataclass(frozen=True)
+class Written:
+    """What `promote init` wrote: the file, and the packages it proposed in it."""
+
+    path: Path
+    proposed: tuple[Proposed, ...] = ()
 
 
 # Given the repository's root and its trunk, the packages to propose.
@@ -60,8 +73,18 @@ def _comment(text: str) -> str:
 def _proposed(p: Proposed) -> list[str]:
     who = {"ci": f"run by {p.by} only", "ci-undecided": "maybe run by a CI job", "nobody": "run by nothing"}
     note = _comment(f"{p.count} tests in {p.tests}, {who.get(p.owner, 'run by a package')}")
-    lines = [f"# [[promote.packages]]           # {note}", f"# name = {_toml_string(p.name)}"]
-    lines.append(f"# path = {_toml_string(p.path)}")
+    lines = [f"# [[promote.packages]]           # {note}"]
+    if p.python is None:
+        # Counted by promote's interpreter, which may not import the project: said where the key would go.
+        lines.append(
+            f"#{' ' * 32}# counted by promote's own Python: no environment of the project's was found and "
+            f'{p.failed} test module(s) failed to import; set python = "PATH" to the project\'s interpreter'
+        )
+    lines += [f"# name = {_toml_string(p.name)}", f"# path = {_toml_string(p.path)}"]
+    if p.python is not None:
+        lines.append(
+            f"# python = {_toml_string(p.python)}   # the project's own, found in {_comment(p.found_in or '')}"
+        )
     if p.args:
         lines.append(f"# args = {_toml_list(p.args)}")
     return [*lines, "# workers = 1", ""]
@@ -112,7 +135,7 @@ def starter_text(repo: Repo, proposed: Sequence[Proposed] = ()) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def init(start: Path, *, overwrite: bool = False, propose: Proposer | None = None) -> Path:
+def init(start: Path, *, overwrite: bool = False, propose: Proposer | None = None) -> Written:
     """Write promote.toml at the repository root; refuse to replace an existing one unless asked.
 
     `propose`: the test packages to write commented out (asked only once the file may be written).
@@ -121,6 +144,6 @@ def init(start: Path, *, overwrite: bool = False, propose: Proposer | None = Non
     target = repo.root / CONFIG_NAME
     if target.exists() and not overwrite:
         raise UsageError(f"{target} already exists; pass --overwrite to replace it")
-    proposed = propose(repo.root, trunk_of(repo)) if propose is not None else ()
+    proposed = tuple(propose(repo.root, trunk_of(repo))) if propose is not None else ()
     target.write_text(starter_text(repo, proposed), encoding="utf-8")
-    return target
+    return Written(target, proposed)

@@ -14,6 +14,14 @@ from typing import Any
 from promote.core.bounded_json import read_object
 
 MARKER_KEYWORDS = ("device", "memory_gb", "platform")
+# Requirements of a kind some machine could meet, whether or not one here does: a device, a platform, memory,
+# a hub model (only the network). A named resource (a checkpoint) exists only where a station declares it.
+MACHINE_KINDS = ("device", "platform", "memory", "hub")
+
+
+def some_machine_could(requirement: str) -> bool:
+    """Whether a machine of some kind could meet `requirement`, though no station here does."""
+    return requirement.partition(":")[0] in MACHINE_KINDS
 
 
 FLEET_LOCAL = "local"  # in a package's `stations`: this machine

@@ -310,6 +310,11 @@ def deployed(outcome: CheckOutcome | None, drift: Drift | DriftUndecided | None,
     if isinstance(outcome, DeployedOutcome) and outcome.tracked is not None:
         lines.append(f"no local {outcome.tracked!r}: read its remote-tracking branch {drift.ref}")
     details = [f"`{c.short}` {c.subject} ({c.author})" for c in drift.undeployed_commits]
-    if drift.changed_files:
-        details.append(f"files changed: {', '.join(f'`{f}`' for f in drift.changed_files)}")
+    # Non-test and test files apart: the line after "changing non-test files" names only the former.
+    non_test = set(drift.non_test_files)
+    tests = [f for f in drift.changed_files if f not in non_test]
+    if drift.non_test_files:
+        details.append(f"non-test files changed: {', '.join(f'`{f}`' for f in drift.non_test_files)}")
+    if tests:
+        details.append(f"{'test ' if non_test else ''}files changed: {', '.join(f'`{f}`' for f in tests)}")
     return Gate(outcome.status, tuple(lines), tuple(details))

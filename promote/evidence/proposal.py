@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import sys
 from pathlib import Path
 
 from promote.checks.ci import survey_ci
@@ -15,7 +16,8 @@ from promote.config import CONFIG_NAME, Config
 from promote.config.starter import Proposed
 from promote.core.pytest_ini import PytestConfigError, locate
 from promote.evidence import inventory_audit
-from promote.runners.inventory import Collecting, TestRoot, tally
+from promote.runners import environments
+from promote.runners.inventory import Collecting, Collector, TestRoot, tally
 from promote.runners.test_roots import TEST_DIRS
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -25,8 +27,12 @@ def propose(root: Path, trunk: str) -> tuple[Proposed, ...]:
     """A package for each directory of tests in the repository at `root`, biggest first."""
     config = Config(path=root / CONFIG_NAME, prefix="promote", trunk=trunk, mirrors=None)
     found = inventory_audit.roots(root, config)
+    envs = _Environments(root)
+    # Each root counted by the interpreter of the project that holds it: promote's own may not import it.
     collecting = Collecting(
-        root, [inventory_audit.collector(root, r, ()) for r in found], inventory_audit.slots(alone=True)
+        root,
+        [Collector(r, envs.python(where(root, r.path or ".")[0])) for r in found],
+        inventory_audit.slots(alone=True),
     )
     collections = collecting.results()
     report = survey_ci(root, config, [], [t for c in collections for t in (*c.ids, *c.errors)])
@@ -40,9 +46,30 @@ def propose(root: Path, trunk: str) -> tuple[Proposed, ...]:
         # Who runs most of them says who runs the directory.
         most = max(roots, key=lambda r: r.count)
         path, args = where(root, tests)
+        env = envs.of(path)
+        python = environments.written(env.python, root / path, root) if env is not None else None
         proposed.append(Proposed(_name(root, path, taken), path, args, tests, sum(r.count for r in roots), most.owner,
-                                 most.by))  # fmt: skip
+                                 most.by, python, env.source if env is not None else None, envs.python(path),
+                                 sum(len(r.errors) for r in roots)))  # fmt: skip
     return tuple(proposed)
+
+
+class _Environments:
+    """The environment of each package directory, looked for once (asking hatch or poetry takes a moment)."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._found: dict[str, environments.Environment | None] = {}
+
+    def of(self, path: str) -> environments.Environment | None:
+        if path not in self._found:
+            self._found[path] = environments.find(self._root / path, self._root)
+        return self._found[path]
+
+    def python(self, path: str) -> str:
+        """The interpreter that counts the tests of the package at `path`: its environment's, else promote's."""
+        env = self.of(path)
+        return str(env.python) if env is not None else sys.executable
 
 
 def where(root: Path, tests: str) -> tuple[str, tuple[str, ...]]:

@@ -84,7 +84,8 @@ def drift_findings(d: Drift | DriftUndecided | None, trunk: str) -> list[Finding
             )
         ]
     if d.status == "undeployed":
-        files = ", ".join(d.changed_files[:10]) + (" ..." if len(d.changed_files) > 10 else "")
+        # Only the non-test files: the test files among the changes are not what makes them undeployed.
+        files = ", ".join(d.non_test_files[:10]) + (" ..." if len(d.non_test_files) > 10 else "")
         return [
             Finding(
                 "undeployed-change",

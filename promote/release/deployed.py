@@ -72,7 +72,9 @@ def audit_deployed(
         assert_never(d.status)
     evidence.append(f"{ahead}, not deployed:")
     evidence += _commits(d.undeployed_commits, d.undeployed)
-    evidence.append(f"they change {len(d.changed_files)} file(s): {_files(d.changed_files)}")
+    tests = len(d.changed_files) - len(d.non_test_files)
+    also = f" (and {tests} test file(s))" if tests else ""
+    evidence.append(f"they change {len(d.non_test_files)} non-test file(s): {_files(d.non_test_files)}{also}")
     why = f"{d.undeployed} commit(s) on {config.trunk} changing non-test files are not deployed"
     return DeployedOutcome(NAME, FAIL, why, tuple(evidence), findings, tracked)
 

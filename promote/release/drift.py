@@ -30,6 +30,8 @@ class Drift:
     test_only: bool
     source: str = "ref"  # "ref", or the deployed_command that named the commit
     served_since_source: str = "commit date"
+    # The changed files that match no `test_paths` pattern: what a sentence about non-test changes may list.
+    non_test_files: tuple[str, ...] = ()
 
     @property
     def status(self) -> DriftStatus:
@@ -55,6 +57,7 @@ class Drift:
             "undeployed": self.undeployed,
             "undeployed_commits": [c.to_json() for c in self.undeployed_commits],
             "changed_files": list(self.changed_files),
+            "non_test_files": list(self.non_test_files),
             "test_only": self.test_only,
             "binary_unchanged": self.binary_unchanged,
             "source": self.source,
@@ -84,6 +87,7 @@ class DriftUndecided:
             "undeployed": None,
             "undeployed_commits": [],
             "changed_files": [],
+            "non_test_files": [],
             "test_only": None,
             "binary_unchanged": False,
             "source": self.source,
@@ -139,6 +143,7 @@ def deployed_ref(repo: Repo, name: str) -> tuple[str, str] | None:
 def compare(repo: Repo, config: Config, ref: str, sha: str, candidate: str, *, source: str) -> Drift:
     """How `candidate` differs from the deployed commit `sha` (named `ref`)."""
     changed = tuple(repo.changed_files(sha, candidate)) if sha != candidate else ()
+    non_test = tuple(f for f in changed if not paths.matches(f, config.test_paths))
     counts = repo.left_right(sha, candidate)
     if counts is None:
         raise ConfigError(f"{config.path}: {config.prefix}.deployed: cannot compare {ref!r} with trunk")
@@ -153,9 +158,10 @@ def compare(repo: Repo, config: Config, ref: str, sha: str, candidate: str, *, s
         undeployed=undeployed,
         undeployed_commits=tuple(repo.commits(candidate, sha, limit=COMMITS_LISTED)) if undeployed else (),
         changed_files=changed,
-        test_only=all(paths.matches(f, config.test_paths) for f in changed),
+        test_only=not non_test,
         source=source,
         served_since_source=since_source,
+        non_test_files=non_test,
     )
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from promote.core.findings import Finding, Rootdir
+from promote.core.station import some_machine_could
 from promote.core.vocab import IMPOSSIBLE, MISSING_PACKAGE, STATION_BOUND, Blocker, Severity, is_red
 from promote.runners.configuration import locate
 from promote.runners.declared import Declared, DeclaredError
@@ -84,7 +85,11 @@ def _finding(key: Group, subject: str, cause: str | None, affected: str, here: s
     need = " and ".join(requirements)
     if check == IMPOSSIBLE:
         nor = " (nor the runner of any CI job that runs it)" if ci_read else ""
-        message = f"needs {need}, which no station has{nor}: it can never run{affected}"
+        # "Never" only when no machine could: a device or a hub model some machine has is missing from this fleet.
+        if all(some_machine_could(r) for r in requirements):
+            message = f"needs {need}, which no station here has{nor}: it cannot run on this fleet{affected}"
+        else:
+            message = f"needs {need}, which no station has{nor}: it can never run{affected}"
         return Finding(check, "error", subject, message, cause=cause)
     if jobs:
         # No station has it: the CI jobs whose runners do are where it runs.

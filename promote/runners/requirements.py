@@ -181,14 +181,17 @@ def blocked_summary(result: PackageResult) -> list[str]:
 
 
 def outcome(results: Sequence[PackageResult]) -> CheckOutcome:
-    """The requirements check for an audit: fails when a test can never run or a package is missing."""
+    """The requirements check for an audit: fails when no station here can run a test or a package is missing."""
     if not results:
         return CheckOutcome("requirements", UNDECIDED, "no test package ran, so no requirement was observed")
     found = tuple(f for r in results for f in r.findings if f.check in CHECKS)
     evidence = tuple(f"{r.name}: {line}" for r in results for line in blocked_summary(r))
     errors = [f for f in found if f.severity == "error"]
     if errors:
-        reason = f"{sum(r.blocked for r in results)} test(s) blocked; {len(errors)} can never run as configured"
+        reason = (
+            f"{sum(r.blocked for r in results)} test(s) blocked; "
+            f"{len(errors)} finding(s) of tests no station here can run as configured"
+        )
         return CheckOutcome("requirements", FAIL, reason, evidence, found)
     reason = (
         "every blocked test can run on some station or CI job" if evidence else "no test is blocked by a requirement"
@@ -198,8 +201,8 @@ def outcome(results: Sequence[PackageResult]) -> CheckOutcome:
 
 def with_ci(result: PackageResult, places: Mapping[str, Sequence[CIJob]]) -> PackageResult:
     """`result` with each test no station can run judged again against `places`: the CI jobs that run each test
-    (by its id, or its parent's for a subtest). A test a job's runner can run is bound to that job; the others can
-    never run, and now say that no CI job that runs them can either."""
+    (by its id, or its parent's for a subtest). A test a job's runner can run is bound to that job; the others no
+    station here can run, and now say that no CI job that runs them can either."""
 
     def judged(b: Blocked) -> Blocked:
         if b.check != IMPOSSIBLE:

@@ -143,16 +143,23 @@ def test_init_proposes_every_test_directory_with_its_count(audited: tuple[Path, 
     text = (repo / "promote.toml").read_text()
     git(repo, "checkout", "--", "promote.toml")
     blocks = [b.strip() for b in text.split("\n\n") if b.startswith("# [[promote.packages]]")]
+    # No environment of the repository's own: promote's Python counted them, and each block says so.
+    own = (
+        "\n#                                # counted by promote's own Python: no environment of the project's was "
+        'found and 0 test module(s) failed to import; set python = "PATH" to the project\'s interpreter'
+    )
     assert blocks == [
         "# [[promote.packages]]           # 5 tests in packages/alpha/tests, run by job `test (packages/alpha)` of "
-        '.github/workflows/ci.yml only\n# name = "alpha"\n# path = "packages/alpha"\n# args = ["tests"]\n# workers = 1',
-        "# [[promote.packages]]           # 4 tests in models/llama/tests, run by nothing\n"
+        f'.github/workflows/ci.yml only{own}\n# name = "alpha"\n# path = "packages/alpha"\n# args = ["tests"]\n'
+        "# workers = 1",
+        f"# [[promote.packages]]           # 4 tests in models/llama/tests, run by nothing{own}\n"
         '# name = "llama"\n# path = "models/llama"\n# args = ["tests"]\n# workers = 1',
         "# [[promote.packages]]           # 3 tests in tools/tests, run by job `test (tools)` of "
-        '.github/workflows/ci.yml only\n# name = "tools"\n# path = "tools"\n# args = ["tests"]\n# workers = 1',
-        "# [[promote.packages]]           # 2 tests in packages/beta/tests, run by nothing\n"
+        f'.github/workflows/ci.yml only{own}\n# name = "tools"\n# path = "tools"\n# args = ["tests"]\n# workers = 1',
+        f"# [[promote.packages]]           # 2 tests in packages/beta/tests, run by nothing{own}\n"
         '# name = "beta"\n# path = "packages/beta"\n# args = ["tests"]\n# workers = 1',
     ]
+    assert result.stderr.count("counted by promote's own Python") == 4
     # Uncommented, the proposal is a configuration promote reads.
     uncommented = re.sub(r"^# (\[\[promote\.packages\]\]|name =|path =|args =|workers =)", r"\1", text, flags=re.M)
     loaded = load(_write(repo.parent / "uncommented.toml", uncommented))

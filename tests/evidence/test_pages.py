@@ -293,7 +293,7 @@ def test_sections_name_no_template_and_the_schema_is_the_shipped_one(tmp_path: P
 
 
 def test_a_finding_says_what_its_own_test_needs_and_what_it_refers_to_comes_first() -> None:
-    need = "needs hub:org/model, which no station has: it can never run"
+    need = "needs hub:org/model, which no station here has: it cannot run on this fleet"
     findings = [
         # A flaky finding quoting its cause's leaked-state message: a check named before leaked-state.
         Finding(
@@ -322,3 +322,24 @@ def test_a_finding_says_what_its_own_test_needs_and_what_it_refers_to_comes_firs
     assert order == sorted(order, key=lambda c: (c != "leaked-state", c))
     page = render_pages.markdown(doc)
     assert page.index("t.py::polluter`: needs") < page.index("see leaked-state for")
+
+
+def test_a_page_whose_ci_runs_no_test_never_says_the_packages_ran_as_their_ci_runs_them() -> None:
+    doc = document()
+    tested = doc["gates"]["tested"]
+    tested["evidence"] = [*tested["evidence"], "CI: 497 of 497 test ids are run by no CI job"]
+    row = {"name": "sanctum-mlx", "passed": 497, "failed": 0, "errors": 0, "skipped": 0, "blocked": 0,
+           "duration_s": 12.0, "inifile": "pyproject.toml", "rootdir": "packages/sanctum-mlx"}  # fmt: skip
+    doc["packages"] = [row]
+
+    md, page = render_pages.markdown(doc), render_pages.html(doc)
+
+    assert "497 of 497 test ids are run by no CI job" in md and "497 of 497 test ids are run by no CI job" in page
+    for text in (md, page):
+        assert "as its CI runs it" not in text and "CI runs" not in text
+    assert "promote ran each package from its own directory, as `cd PACKAGE && python -m pytest` does:" in md
+    assert (
+        "promote ran each package from its own directory, as <code>cd PACKAGE &amp;&amp; python -m pytest</code>"
+        in page
+    )
+    assert "- `sanctum-mlx` ran with `pyproject.toml` (rootdir `packages/sanctum-mlx`)" in md

@@ -12,6 +12,7 @@ import pytest
 from promote import config
 from promote.config import Config
 from promote.core.git import Repo
+from promote.evidence import gates
 from promote.release import drift as drift_mod
 from promote.release.deployed import audit_deployed
 from tests.helpers.cli import run, run_json
@@ -36,6 +37,32 @@ def test_deployed_branch_at_trunk_passes_with_the_served_since_date(fleet: Fleet
     assert outcome.evidence == (
         f"production serves deployed = {head[:7]}; served since 2026-01-01T00:00:00+00:00 (source: commit date)",
         f"main ({head[:7]}) and the deployed commit are the same commit",
+    )
+
+
+def test_what_follows_non_test_files_names_only_the_non_test_files(fleet: Fleet) -> None:
+    cfg = load(fleet, 'deployed = "deployed"\n')
+    git(fleet.work, "branch", "deployed")
+    head = commit(
+        fleet.work, "kernel and its test", {"sanctum/kernel.py": "x = 1\n", "tests/test_kernel.py": "x = 1\n"}
+    )
+
+    outcome = audit_deployed(Repo(fleet.work), cfg, head)
+    code, report = run_json(fleet.work, "check")
+    drift = drift_mod.measure(Repo(fleet.work), cfg, head)
+    assert isinstance(drift, drift_mod.Drift)
+    gate = gates.deployed(outcome, drift, "main", "")
+
+    assert outcome.evidence[-1] == "they change 1 non-test file(s): sanctum/kernel.py (and 1 test file(s))"
+    assert code == 0
+    [finding] = report["findings"]
+    assert finding["message"] == "1 commit(s) not deployed on deployed; they change non-test files: sanctum/kernel.py"
+    assert sorted(report["drift"]["changed_files"]) == ["sanctum/kernel.py", "tests/test_kernel.py"]
+    assert report["drift"]["non_test_files"] == ["sanctum/kernel.py"]
+    assert gate.evidence[1].endswith("changing non-test files: not deployed")
+    assert gate.details[-2:] == (
+        "non-test files changed: `sanctum/kernel.py`",
+        "test files changed: `tests/test_kernel.py`",
     )
 
 
@@ -64,7 +91,7 @@ def test_undeployed_code_change_fails_naming_commits_and_files(fleet: Fleet) -> 
     assert outcome.evidence[1:] == (
         f"main ({head[:7]}) is 1 commit(s) ahead of the deployed commit, not deployed:",
         f"  {head[:7]} faster drafter (Ada Author <ada@example.com>)",
-        "they change 1 file(s): sanctum/dflash.py",
+        "they change 1 non-test file(s): sanctum/dflash.py",
     )
     assert [(f.check, f.severity) for f in outcome.findings] == [("undeployed-change", "warning")]
 

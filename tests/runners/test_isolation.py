@@ -73,7 +73,7 @@ def test_leaked_compile_switch_is_named_at_its_cause(tmp_path: Path, policy: str
     if policy == "restore":
         # Restored, the run passed test_g; the pass without restores is what shows it failing.
         assert (pkg["passed"], pkg["failed"]) == (7, 0)
-        assert "(restored)" in leaks[0]["message"]
+        assert "(promote restored it after the test)" in leaks[0]["message"]
         assert pkg["pass_only_restored"] == ["test_compile.py::test_g_counts_traces"]
     else:
         assert (pkg["passed"], pkg["failed"]) == (6, 1)

@@ -148,11 +148,11 @@ def test_leaks_are_grouped_by_what_changed_and_say_whether_a_later_test_failed(t
     assert (seeded.severity, seeded.subject) == ("warning", "test_group.py::test_seed_00")
     named = ", ".join(f"test_group.py::test_seed_{i:02d}" for i in range(10))
     assert seeded.message.startswith(f"12 tests ({named} and 2 more) changed global state and did not put it back")
-    assert seeded.message.endswith("(restored); no later test failed because of it")
+    assert seeded.message.endswith("(promote restored it after the test); no later test failed because of it")
     assert seeded.cause == f"{named} and 2 more"
     assert flagged.severity == "error"
     assert flagged.message.startswith("3 tests (test_group.py::test_sets_x, test_group.py::test_sets_y, ")
-    assert "os.environ[LEAKY_FLAG]: <unset> -> '1' (restored)" in flagged.message
+    assert "os.environ[LEAKY_FLAG]: <unset> -> '1' (promote restored it after the test)" in flagged.message
     [od] = [f for f in result.findings if f.check == "order-dependent"]
     assert od.subject == "test_group.py::test_wants_it_unset" and od.cause is not None
     # Each of the three makes it fail on its own: each is named.

@@ -263,9 +263,12 @@ def test_a_checkpoint_no_station_has_is_an_impossible_requirement() -> None:
         ("error", "test_a.py::test_declared"),
     ]
     assert "needs checkpoint:qwen3-27b, which no station has: it can never run" in impossible[0].message
+    # Metal some machine has, only not this fleet: "never" would not be true of it.
+    assert impossible[1].message == "needs device:metal, which no station here has: it cannot run on this fleet"
     assert blocked_summary(result)[0] == "2 blocked: checkpoint:qwen3-27b not on any station"
     assert not result.green
     assert outcome([result]).status == "fail"
+    assert outcome([result]).reason.endswith("; 3 finding(s) of tests no station here can run as configured")
 
 
 def test_running_out_of_memory_is_bound_to_stations_with_more_memory() -> None:
@@ -311,7 +314,7 @@ def test_one_finding_per_requirement_names_its_holders_and_its_main_one_is_the_s
         ("impossible-requirement", "tests/test_tok.py::TestTok::test_one", None),
     ]
     assert result.findings[0].message == (
-        "needs hub:org/model, which no station has: it can never run; 5 test(s) via "
+        "needs hub:org/model, which no station here has: it cannot run on this fleet; 5 test(s) via "
         "tests/test_gen.py::TestGen::setUpClass (3), tests/test_utils.py::TestUtils (1), tests/test_other.py (1): "
         "tests/test_utils.py::TestUtils::test_load, "
         "tests/test_gen.py::TestGen::test_0, tests/test_gen.py::TestGen::test_1 (+2 more)"

@@ -292,7 +292,7 @@ def test_a_requirement_is_attributed_to_the_package_code_that_holds_it_and_repor
     )
     shared = next(f["message"] for f in report["findings"] if f["subject"] == gen)
     assert shared.startswith(
-        "needs hub:mlx-community/shared-4bit, which no station has: it can never run; 5 test(s) via "
+        "needs hub:mlx-community/shared-4bit, which no station here has: it cannot run on this fleet; 5 test(s) via "
     )
     assert f"{gen} (3), {cache} (2): " in shared
 
@@ -354,7 +354,7 @@ def test_every_hub_model_a_subtest_reaches_is_named_and_its_subtest_blocked_not_
         assert pkg["blocked_by"] == {f"hub:org/{x}": 1 for x in ("tok-f", "tok-d", "tok-a", "shared")}
         found = {f["subject"]: f["message"] for f in report["findings"] if f["check"] == "impossible-requirement"}
         assert found["tests/test_tok.py::TestTok::test_tokenizers"] == (
-            "needs hub:org/tok-a, which no station has: it can never run"
+            "needs hub:org/tok-a, which no station here has: it cannot run on this fleet"
         )
         return
     # Every subtest that needed a model is blocked; the one that asserted stays failed, and so does its test.
@@ -368,17 +368,18 @@ def test_every_hub_model_a_subtest_reaches_is_named_and_its_subtest_blocked_not_
     found = {f["subject"]: f["message"] for f in report["findings"] if f["check"] == "impossible-requirement"}
     # The models only one test reaches are that test's one finding, each with its subtest.
     assert found[top] == (
-        "needs hub:org/tok-last and hub:org/tok-a and hub:org/tok-b and hub:org/tok-c, which no station has: "
-        f"it can never run; 3 subtest(s) of {top}: (tokenizer='org/tok-a') needs hub:org/tok-a, "
+        "needs hub:org/tok-last and hub:org/tok-a and hub:org/tok-b and hub:org/tok-c, which no station here has: "
+        f"it cannot run on this fleet; 3 subtest(s) of {top}: (tokenizer='org/tok-a') needs hub:org/tok-a, "
         "(tokenizer='org/tok-b') needs hub:org/tok-b, (tokenizer='org/tok-c') needs hub:org/tok-c; "
         "the test itself needs hub:org/tok-last"
     )
     only = "tests/test_tok.py::TestTok::test_only_subtests"
-    assert found[only].startswith("needs hub:org/tok-d and hub:org/tok-e, which no station has")
+    assert found[only].startswith("needs hub:org/tok-d and hub:org/tok-e, which no station here has")
     assert found["tests/test_tok.py::TestTok::test_one_real_failure"].endswith("(n=1) needs hub:org/tok-f")
     # A model two tests reach is one finding naming the test and the subtest.
     assert found["tests/test_tok.py::TestTok"] == (
-        "needs hub:org/shared, which no station has: it can never run; 1 test(s) via tests/test_tok.py::TestTok (1): "
+        "needs hub:org/shared, which no station here has: it cannot run on this fleet; "
+        "1 test(s) via tests/test_tok.py::TestTok (1): "
         f"tests/test_tok.py::TestTok::test_uses_shared; 1 subtest(s): {top} (tokenizer='org/shared')"
     )
     # The terminal's list of failures is the one subtest that failed for itself (and its test).

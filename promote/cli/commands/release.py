@@ -29,8 +29,19 @@ def init(obj: Context, overwrite: bool) -> None:
     """Write a starter promote.toml from this repository's remotes and branches, proposing its test packages."""
     from promote.config.starter import init as write_starter
     from promote.evidence.proposal import propose
+    from promote.runners.environments import LOOKED_IN
 
-    click.echo(f"wrote {write_starter(obj.directory, overwrite=overwrite, propose=propose)}")
+    written = write_starter(obj.directory, overwrite=overwrite, propose=propose)
+    click.echo(f"wrote {written.path}")
+    for p in written.proposed:
+        if p.python is None:
+            # Counted by an interpreter that may not import the project: a low count may be that, not the tests.
+            click.echo(
+                f"promote: {p.name}: no environment of its own found ({', '.join(LOOKED_IN)}), so its tests were "
+                f"counted by promote's own Python ({p.counted_by}): {p.count} collected, {p.failed} test module(s) "
+                f'failed to import; set python = "..." in its [[promote.packages]] table',
+                err=True,
+            )
 
 
 @click.command()

@@ -207,9 +207,11 @@ def what_was_done(leak: LeakRecord) -> str:
         return "left as is: the module's own tests may rely on it"
     if left_running(leak):
         return "left running: a daemon thread ends with its process, and the test did not start it itself"
+    # Said as promote's act, after the test's: "did not put it back (restored)" read as if the test had.
     if leak.unrestored:
-        return f"restored {', '.join(leak.restored) or 'nothing'}; could not restore {', '.join(leak.unrestored)}"
-    return "restored" if leak.restored else 'left as is, as leaks = "report" asks'
+        done = f"promote restored {', '.join(leak.restored)} after the test; " if leak.restored else "promote "
+        return f"{done}could not restore {', '.join(leak.unrestored)}"
+    return "promote restored it after the test" if leak.restored else 'promote left it as is, as leaks = "report" asks'
 
 
 def _kind(leak: LeakRecord, i: int) -> str:

@@ -53,7 +53,11 @@ def test_restore_names_the_leaking_test_and_the_later_test_passes(pytester: pyte
     assert (leak.subject, leak.cause) == ("test_switch.py::test_turns_it_off",) * 2
     assert leak.severity == "warning"
     assert "os.environ[SANCTUM_MLX_DFLASH2]: <unset> -> '0'" in leak.message
-    assert "(restored)" in leak.message
+    # The test did not put it back; promote did, after it: the sentence says who did what.
+    assert leak.message == (
+        "changed global state and did not put it back: os.environ[SANCTUM_MLX_DFLASH2]: <unset> -> '0' "
+        "(promote restored it after the test)"
+    )
 
 
 @pytest.mark.usefixtures("guarded_env")
@@ -70,7 +74,7 @@ def test_report_leaves_the_leak_so_the_later_test_fails_but_names_the_cause(pyte
         # The plugin cannot know that a later test failed because of it: the runner's group says so.
         "warning",
     )
-    assert 'left as is, as leaks = "report" asks' in leak.message
+    assert leak.message.endswith(' (promote left it as is, as leaks = "report" asks)')
 
 
 @pytest.mark.usefixtures("guarded_env")
@@ -153,7 +157,7 @@ def test_process_probes_cover_cwd_path_threads_and_logging(pytester: pytest.Pyte
     for key in ("cwd:", "sys.path:", "logging[root.handlers]:", "threads[forgotten]:"):
         assert key in leak.message
     # A running thread cannot be put back: the rest is, and the finding says which is which.
-    assert "could not restore threads" in leak.message
+    assert "; could not restore threads)" in leak.message and "(promote restored " in leak.message
     assert leak.severity == "error"
 
 

@@ -25,7 +25,13 @@ from promote.runners.plugin.records import (
 def sample(worker: str) -> WorkerResults:
     test = TestRecord("t.py::test_x", "failed", 0.5, worker, 1, "MainThread", 7, longrepr="boom")
     stream = StreamRecord("cpu", 1, "t.py::test_x", "setup", "maker", 9, fixture="shared")
-    finding = Finding("leaked-state", "warning", "t.py::test_x", "cwd: 'a' -> 'b' (restored)", "t.py::test_x")
+    finding = Finding(
+        "leaked-state",
+        "warning",
+        "t.py::test_x",
+        "cwd: 'a' -> 'b' (promote restored it after the test)",
+        "t.py::test_x",
+    )
     return WorkerResults(worker, 42, "3.11.7", "0.32.4", "restore", 1.0, 2.0, 1, 12.5, (test,), (stream,), (finding,))
 
 
