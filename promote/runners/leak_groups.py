@@ -1,10 +1,10 @@
-"""Leaked-state findings grouped by cause: one finding per change, listing every test that made it.
+"""Leaked-state findings grouped by cause: one finding per cause, listing every test that made it.
 
 A hundred tests that each call `mx.random.seed(0)` need one fix (a fixture that restores the generator),
-not a hundred findings. A change that code outside the tests made (a library's call, a fixture) is one
-finding naming that code, whichever tests and workers it ran in. A group is a warning unless a later test
-failed because of it: then the failures are `order-dependent` with these tests as their cause, and the
-group says which.
+not a hundred findings. What code outside the tests changed (a library's function, a project helper, a
+fixture) is one finding naming that code and every state it changed, whichever tests and workers it ran in.
+A group is a warning unless a later test failed because of it: then the failures are `order-dependent` with
+these tests as their cause, and the group says which.
 """
 
 from __future__ import annotations
@@ -18,16 +18,22 @@ from promote.runners.plugin.leaks import change_texts, folded, leak_severity, le
 from promote.runners.plugin.records import LeakRecord, Origin
 from promote.runners.summary import PackageResult
 
-# What a group has in common: the state each change touched (the resource and the way it was changed, as the
+# What a group has in common. For code outside the test (a library's function, a project helper, a fixture): its
+# call site alone, whatever state it changed. One helper that seeds `random`, numpy and MLX is one fix, however
+# many tests and workers it ran in; a daemon thread it left running is apart (a sentence of its own, nothing to
+# put back). For the test's own changes: the state each touched (the resource and the way it was changed, as the
 # probe names it) and what was done about it. Not the value left behind: fifteen tests that each seed the
-# generator with another number are one mistake, fixed once. And the code that made the change, when that was
-# not the test's own (a library's line, a fixture): one cause, however many tests it ran in.
-Signature = tuple[tuple[str, ...], tuple[str, ...], str, str, Origin | None]
+# generator with another number are one mistake, fixed once.
+OwnSignature = tuple[tuple[str, ...], tuple[str, ...], str, str]
+SiteSignature = tuple[tuple[str, str, int, bool, bool], bool]
+Signature = OwnSignature | SiteSignature
 
 
 def signature(leak: LeakRecord) -> Signature:
+    if leak.origin is not None:
+        return leak.origin.site, left_running(leak)
     kinds = tuple(kind for _, kind in leak.kinds)
-    return tuple(key for key, _, _ in leak.changes), kinds, what_was_done(leak), leak.phase, leak.origin
+    return tuple(key for key, _, _ in leak.changes), kinds, what_was_done(leak), leak.phase
 
 
 def group(result: PackageResult) -> PackageResult:
@@ -55,7 +61,7 @@ def group(result: PackageResult) -> PackageResult:
         # too): worth a finding only when some other test failed because of it.
         if leaks[0].phase == IMPORT and not any(victims.get(leak.test) for leak in leaks):
             continue
-        origin = leaks[0].origin
+        origin = shown_origin(leaks)
         if origin is not None:
             # Where the code that made it is, when that is in the repository (a library's own file is not).
             where = result.locate(origin.path, origin.line) if origin.inside else None
@@ -75,31 +81,20 @@ def _victims(result: PackageResult) -> dict[str, list[str]]:
     return out
 
 
+def shown_origin(leaks: list[LeakRecord]) -> Origin | None:
+    """The call site a group is named by: the earliest of its lines that made a change (None: the tests' own)."""
+    origins = [leak.origin for leak in leaks if leak.origin is not None]
+    return min(origins, key=lambda o: o.line) if origins else None
+
+
 def _finding(leaks: list[LeakRecord], victims: dict[str, list[str]], unknown: str | None) -> Finding:
-    first = leaks[0]
+    first, origin = leaks[0], shown_origin(leaks)
     tests = [leak.test for leak in leaks]
-    changes = change_texts(leaks)
-    if first.phase == IMPORT:
-        who = tests[0] if len(tests) == 1 else f"{len(tests)} modules ({folded(tests)})"
-        message = f"{who} changed global state when imported, before any test ran: {'; '.join(changes)}"
-    elif first.origin is not None and left_running(first):
-        during = f"{len(tests)} test{'s' if len(tests) > 1 else ''} ({folded(tests)})"
-        message = (
-            f"started a daemon thread that was still running after {during}: {'; '.join(changes)} "
-            f"({what_was_done(first)})"
-        )
-    elif first.origin is not None:
-        during = f"{len(tests)} test{'s' if len(tests) > 1 else ''} ({folded(tests)})"
-        message = (
-            f"changed global state during {during} and did not put it back: {'; '.join(changes)} "
-            f"({what_was_done(first)})"
-        )
-    else:
-        who = "" if len(tests) == 1 else f"{len(tests)} tests ({folded(tests)}) "
-        message = f"{who}changed global state and did not put it back: {'; '.join(changes)} ({what_was_done(first)})"
+    message = _what_happened(leaks, origin)
     # Workers finish in any order; the same run must print the same sentence.
     failed = [(v, t) for t in tests for v in sorted(victims.get(t, []))]
-    severity: Severity = leak_severity(first)
+    # One test of a call site whose state could not be put back makes the whole site's finding an error.
+    severity: Severity = "error" if any(leak_severity(leak) == "error" for leak in leaks) else "warning"
     if failed:
         severity = "error"
         # Each victim once, with every test of the group it fails after (several may each make it fail).
@@ -112,9 +107,29 @@ def _finding(leaks: list[LeakRecord], victims: dict[str, list[str]], unknown: st
         message += f"; whether a later test failed because of it is {unknown}"
     else:
         message += "; no later test failed because of it"
-    if first.origin is not None:
+    if origin is not None:
         # The code is the cause and the subject (the message goes on from it); every test it ran in is listed.
-        cause = str(first.origin)
+        cause = str(origin)
         return Finding("leaked-state", severity, cause, message, cause=cause, tests=tuple(tests))
     grouped = tuple(tests) if len(tests) > 1 else ()
     return Finding("leaked-state", severity, first.test, message, cause=folded(tests), tests=grouped)
+
+
+def _what_happened(leaks: list[LeakRecord], origin: Origin | None) -> str:
+    """What the group's tests (or the code they ran) changed, and what promote did about it."""
+    first, tests = leaks[0], [leak.test for leak in leaks]
+    changes = "; ".join(change_texts(leaks))
+    # Alike within a signature of the tests' own; a call site's tests may differ (one restore that failed).
+    done = "; ".join(dict.fromkeys(what_was_done(leak) for leak in leaks))
+    if first.phase == IMPORT:
+        who = tests[0] if len(tests) == 1 else f"{len(tests)} modules ({folded(tests)})"
+        return f"{who} changed global state when imported, before any test ran: {changes}"
+    if origin is None:
+        who = "" if len(tests) == 1 else f"{len(tests)} tests ({folded(tests)}) "
+        return f"{who}changed global state and did not put it back: {changes} ({done})"
+    during = f"{len(tests)} test{'s' if len(tests) > 1 else ''} ({folded(tests)})"
+    # A library's file is not the repository's: the fix is where it is called from, or a fixture that restores.
+    code = "" if origin.inside else " (library code)"
+    if left_running(first):
+        return f"started a daemon thread{code} that was still running after {during}: {changes} ({done})"
+    return f"changed global state{code} during {during} and did not put it back: {changes} ({done})"

@@ -112,16 +112,25 @@ class LeakWatch:
     def _by_origin(
         self, changed: dict[str, list[Change]], test_file: str | None
     ) -> list[tuple[Origin | None, dict[str, list[Change]]]]:
-        """The changes per code that made them (None: the test itself), daemon threads it started apart."""
-        out: dict[tuple[Origin | None, bool], dict[str, list[Change]]] = {}
+        """The changes per code that made them (None: the test itself), daemon threads it started apart.
+
+        Code is one call site per function: the lines of one helper that seeds three generators are one origin,
+        named by the earliest of its lines that made a change.
+        """
+        out: dict[tuple[tuple[str, str, int, bool, bool] | None, bool], tuple[Origin | None, dict[str, list[Change]]]]
+        out = {}
         for name, changes in changed.items():
             for c in changes:
                 origin = self._origin(c, test_file)
-                # Apart from anything else the same line changed: nothing to restore there, nothing failed.
+                # Apart from anything else the same code changed: nothing to restore there, nothing failed.
                 running = origin is not None and c.kind == DAEMON_THREAD
-                out.setdefault((origin, running), {}).setdefault(name, []).append(c)
+                key = (None if origin is None else origin.site, running)
+                shown, by_name = out.setdefault(key, (origin, {}))
+                if origin is not None and shown is not None and origin.line < shown.line:
+                    out[key] = (origin, by_name)
+                by_name.setdefault(name, []).append(c)
         # The test's own first: its record is the one a reader of the plugin's findings meets first.
-        return [(origin, changes) for (origin, _), changes in sorted(out.items(), key=lambda i: i[0][0] is not None)]
+        return sorted(out.values(), key=lambda group: group[0] is not None)
 
     def _origin(self, change: Change, test_file: str | None) -> Origin | None:
         """The code outside the test that made `change`: None when any call was the test's own, or none was seen."""
@@ -220,17 +229,18 @@ def _kind(leak: LeakRecord, i: int) -> str:
 
 
 def change_texts(leaks: list[LeakRecord]) -> list[str]:
-    """Each change the records (of one signature) made, with its values over all of them."""
-    first = leaks[0]
-    return [
-        change_text(
-            key,
-            values([leak.changes[i][1] for leak in leaks]),
-            values([leak.changes[i][2] for leak in leaks]),
-            _kind(first, i),
-        )
-        for i, (key, _, _) in enumerate(first.changes)
-    ]
+    """Each change the records (of one group) made, in the order first made, with its values over all of them.
+
+    The records of one call site need not all have made the same changes (a helper that seeds numpy only once
+    numpy is imported): each change is shown with the values of the records that made it.
+    """
+    seen: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    for leak in leaks:
+        for i, (key, before, after) in enumerate(leak.changes):
+            befores, afters = seen.setdefault((key, _kind(leak, i)), ([], []))
+            befores.append(before)
+            afters.append(after)
+    return [change_text(key, values(b), values(a), kind) for (key, kind), (b, a) in seen.items()]
 
 
 def folded(items: list[str], most: int = FOLD) -> str:

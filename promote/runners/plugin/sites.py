@@ -39,6 +39,8 @@ class Site:
     line: int
     function: str
     fixture: tuple[str, str, int] | None = None  # (name, file, line of its `def`)
+    # The first line of the calling function's code: what tells one function from another of its name in the file.
+    start: int = 0
 
 
 class Sites:
@@ -65,7 +67,7 @@ class Sites:
         if frame is None:
             return None
         code = frame.f_code
-        site = Site(code.co_filename, frame.f_lineno, code.co_name)
+        site = Site(code.co_filename, frame.f_lineno, code.co_name, start=code.co_firstlineno)
         outer: FrameType | None = frame
         for _ in range(MAX_DEPTH):
             # pytest calls a fixture: past its first frame of pytest's own, no fixture of the suite's is around.
@@ -73,7 +75,7 @@ class Sites:
                 break
             fixture = self.fixtures.get(outer.f_code)
             if fixture is not None:
-                return Site(site.file, site.line, site.function, fixture)
+                return Site(site.file, site.line, site.function, fixture, site.start)
             outer = outer.f_back
         return site
 
@@ -86,7 +88,7 @@ class Sites:
         if test_file is not None and _same_file(site.file, test_file):
             return None
         path, inside = self.shown(site.file)
-        return Origin(path, site.line, site.function, inside)
+        return Origin(path, site.line, site.function, inside, start=site.start)
 
     def shown(self, file: str) -> tuple[str, bool]:
         """`file` relative to the rootdir (True), else to the import root it was loaded from (False)."""
