@@ -51,8 +51,8 @@ def package_failures(p: PackageResult) -> list[dict[str, Any]]:
     for t in p.tests:
         if t.parent is None and is_red(t.outcome) and t.nodeid not in blocked and t.nodeid not in grouped:
             text = t.excerpt or t.longrepr
-            entry = {"test": t.nodeid, "outcome": t.outcome, "cause": cause(text), "rerun": reruns.get(t.nodeid),
-                     "station": p.ran_on(t.nodeid)}  # fmt: skip
+            entry: dict[str, Any] = {"test": t.nodeid, "outcome": t.outcome, "cause": cause(text),
+                                     "rerun": reruns.get(t.nodeid), "station": p.ran_on(t.nodeid)}  # fmt: skip
             if t.nodeid in groups:
                 g = groups[t.nodeid]
                 entry |= {"cause": f"{g.cause}: {entry['cause']}", "group": list(g.tests)}

@@ -115,7 +115,11 @@ def test_a_project_helper_is_one_finding_at_its_first_seeding_line_with_all_thre
     assert all(state in helper["message"] for state in STATES), helper["message"]
     assert "library code" not in helper["message"]
     assert helper["location"] == {"path": "pkg/proj/helpers.py", "line": line}
-    done = "(restored)" if leaks == "restore" else '(left as is, as leaks = "report" asks)'
+    done = (
+        "(promote restored it after the test)"
+        if leaks == "restore"
+        else '(promote left it as is, as leaks = "report" asks)'
+    )
     assert done in helper["message"], helper["message"]
 
 
@@ -138,7 +142,7 @@ def test_a_library_helper_outside_the_repository_is_one_finding_naming_it_and_wh
     [package] = report["packages"]
     if leaks == "restore":
         # Put back after the test: the next test drew from the generator it would have met alone, and passed.
-        assert "(restored)" in library["message"] and package["failed"] == 0
+        assert "(promote restored it after the test)" in library["message"] and package["failed"] == 0
         assert dependent["message"].startswith("passes only because promote restored state"), dependent["message"]
     else:
         assert package["failed"] == 1

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from promote.core.findings import Finding, Location
+from promote.core.findings import Finding
 from promote.core.vocab import GENUINE
 from promote.runners.causes.verdict_findings import listed, verdict_finding
 from promote.runners.rerun_verdict import Group, Verdict
 from promote.runners.summary import PackageResult
+
 
 def cause_groups(result: PackageResult, victims: Sequence[str]) -> tuple[list[Group], list[str]]:
     """The victims that share a cause with another, in groups (ordered by their first id), and the rest in order."""

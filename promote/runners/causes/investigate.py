@@ -21,8 +21,8 @@ from promote.runners.causes.rerun import RerunError, Rerunner, Seen
 from promote.runners.causes.verdict_findings import verdict_finding
 from promote.runners.configuration import chosen, locate, rootdir_of
 from promote.runners.plugin import progress
-from promote.runners.rerun_verdict import Group
 from promote.runners.plugin.records import read_all_results
+from promote.runners.rerun_verdict import Group
 from promote.runners.summary import PackageResult
 
 A = TypeVar("A")

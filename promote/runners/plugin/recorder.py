@@ -38,7 +38,6 @@ from promote.runners.plugin.shown_ids import shown_id
 from promote.runners.plugin.sites import Sites, ThreadStarts
 from promote.runners.plugin.streams import StreamTracker
 
-
 # A skip or an xfail raises too; neither is a failure with a cause.
 _NOT_FAILURES = (pytest.skip.Exception, pytest.xfail.Exception)
 
