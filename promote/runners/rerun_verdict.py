@@ -27,6 +27,9 @@ class Verdict:
     # Over a fleet: the station it failed (and was rerun) on, and the others where it passed when run alone.
     ran_on: str | None = None
     passes_on: tuple[str, ...] = ()
+    # It passes with only its own module collected, and fails after promote's no-op test with the whole package
+    # collected: importing the package's other modules is what makes it fail.
+    by_collection: bool = False
 
 
 # Members of a group rerun besides its representative, to confirm that they fail for the same reason.

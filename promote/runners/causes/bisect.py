@@ -128,6 +128,8 @@ class Alone:
     # The signal that killed the process while the test ran alone, and the last frames of its fatal-error dump.
     signal: str | None = None
     frames: tuple[str, ...] = ()
+    # `fails` is a rerun that collected only the test's own module, as `pytest MODULE::TEST` does.
+    module_only: bool = False
 
     @property
     def ran(self) -> int:
@@ -291,7 +293,11 @@ def _classify(
         # It failed after promote's no-op test, which changes nothing: confirmed on that control alone (a mixed
         # result raises Noisy), never on tests of the suite, which may be polluters themselves.
         _confirm(oracle, [], 0)
-        return verdict(ORDER_DEPENDENT, detail=f"{oracle.counts(NOOP)}, {oracle.counts([])}")
+        detail = f"{oracle.counts(NOOP)}, {oracle.counts([])}"
+        if alone is not None and alone.module_only:
+            # Alone it collected only its own module; after the no-op test, the whole package, as in the run.
+            return Verdict(victim, ORDER_DEPENDENT, (), oracle.used, detail, by_collection=True)
+        return verdict(ORDER_DEPENDENT, detail=detail)
     if len(found.singles) > 2 and len(found.singles) == len(prefix):
         # Every test before it makes it fail, and promote's no-op test does not: something each test of the suite
         # does (an autouse fixture, a hook). Confirmed on the first, a middle and the last of them.

@@ -115,15 +115,17 @@ def observer(
     steps: Steps | None = None,
     ignore: Sequence[str] = (),
     seen: list[Seen] | None = None,
+    only: str | None = None,
 ) -> bisect.Observe:
     """bisect's view of a request: whether `victim` failed after each selection, and the pytest calls it took.
-    `seen`: where to keep what each selection showed (a crash's signal and frames)."""
+    `seen`: where to keep what each selection showed (a crash's signal and frames); `only`: the one module
+    collected (else the whole package, as in the run)."""
 
     def run(selections: Sequence[bisect.Selection]) -> tuple[list[bool], int]:
         if steps is not None:
             steps.started(victim, max(map(len, selections), default=0), len(selections))
         try:
-            shown, calls = rerunner.observe(selections, victim, ignore=ignore)
+            shown, calls = rerunner.observe(selections, victim, ignore=ignore, only=only)
         except RerunError as e:
             raise bisect.CannotTell(str(e)) from None
         for selection, one in zip(selections, shown, strict=True):
@@ -183,12 +185,14 @@ def rerun_alone(
 ) -> list[bisect.Alone]:
     """Every victim alone, at once on the free cores: each one's step 1 depends on no other victim.
 
-    Where modules changed state when imported (`importers`), a victim is first rerun alone with them left out of
-    collection: failing there, the failure is its own, with no second rerun to tell it from an import's.
+    Alone is as `pytest MODULE::TEST` runs it: only the victim's own module collected. Failing there, the failure
+    is its own. Where other modules changed state when imported (`importers`), a victim that passed so is rerun
+    alone once more with the whole package collected, as in the run, to tell an import's failure from an
+    earlier test's.
 
     The budget is set aside in victim order before any rerun starts, so which victims get reruns
-    does not depend on which rerun ends first: first one rerun alone for each victim, then the second (without
-    the importers) for those that have suspects, as far as the budget goes.
+    does not depend on which rerun ends first: first one rerun alone for each victim, then the second (with
+    the whole package) for those that have suspects, as far as the budget goes.
     """
     suspected = [imports.suspects_of(v, importers) for v in victims]
     grants = [budget.take(1, by=v) for v in victims]
@@ -202,21 +206,29 @@ def rerun_alone(
         granted, suspects = given
         if granted < 1:
             return bisect.Alone()
+        whole = bool(suspects) and granted >= 2
         try:
-            if suspects and granted >= 2 and oracle(rerunner, victim, steps, ignore=suspects)(()):
-                return bisect.Alone((True,), without_importers=True)
             seen: list[Seen] = []
+            failed = observer(rerunner, victim, steps, seen=seen, only=module_of(victim))([()])[0][0]
+            first = seen[0] if seen else Seen(failed)
+            if failed or not whole:
+                return bisect.Alone((failed,), None, True if whole else None, first.signal, first.frames, True)
+            seen = []
             failed = observer(rerunner, victim, steps, seen=seen)([()])[0][0]
         except bisect.CannotTell as e:
-            return bisect.Alone((), e, without_importers=False if suspects and granted >= 2 else None)
+            return bisect.Alone((), e, without_importers=False if whole else None)
         first = seen[0] if seen else Seen(failed)
-        without = False if suspects and granted >= 2 else None
-        return bisect.Alone((failed,), None, without, first.signal, first.frames)
+        return bisect.Alone((failed,), None, False, first.signal, first.frames)
 
     found = on_free_cores(rerunner, alone, victims, list(zip(grants, suspected, strict=True)))
     for victim, g, a in zip(victims, grants, found, strict=True):
         budget.give(g - a.ran, by=victim)
     return found
+
+
+def module_of(test: str) -> str:
+    """The module a test id is in, relative to the rootdir (`tests/test_a.py::T::t` -> `tests/test_a.py`)."""
+    return test.split("::", 1)[0]
 
 
 def on_free_cores(rerunner: Rerunner, work: Callable[[A, B], R], firsts: Sequence[A], seconds: Sequence[B]) -> list[R]:

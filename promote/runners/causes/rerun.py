@@ -238,9 +238,10 @@ class Rerunner:
         return [t for r in read_all_results(out_dir) for t in r.tests]
 
     def observe(
-        self, selections: Sequence[Sequence[str]], victim: str, *, ignore: Sequence[str] = ()
+        self, selections: Sequence[Sequence[str]], victim: str, *, ignore: Sequence[str] = (), only: str | None = None
     ) -> tuple[list[Seen], int]:
         """Each selection then `victim`, each in a fresh process; what each showed, and the pytest calls it took.
+        `only`: collect that module alone (as `pytest MODULE` does), not the whole package.
 
         One call when the plugin may fork the selections from one collected session (one after another); where it
         may not, the first runs in that call and each other one in a call of its own.
@@ -254,6 +255,8 @@ class Rerunner:
             with own_files():
                 ignored = state.write_private(out_dir / "ignore.txt", "".join(f"{m}\n" for m in ignore))
             options.append(f"--promote-ignore={ignored}")
+        if only is not None:
+            options.append(f"--promote-only={only}")
         done = self.pytest(out_dir, *rerun_options(out_dir, *options), tests=sum(map(len, chosen)))
         marker = read_marker(out_dir)
         if marker is None:
@@ -264,7 +267,7 @@ class Rerunner:
         seen, calls = [self.seen(out_dir, "s0", victim, done, _signal_of(ended, 0, done, forked))], 1
         for i in range(1, len(chosen)):
             if not forked:
-                more, n = self.observe([selections[i]], victim, ignore=ignore)
+                more, n = self.observe([selections[i]], victim, ignore=ignore, only=only)
                 seen, calls = seen + more, calls + n
             else:
                 seen.append(self.seen(out_dir, f"s{i}", victim, done, _signal_of(ended, i, done, forked)))
@@ -291,13 +294,15 @@ class Rerunner:
             return f"the rerun ran longer than its bound and was killed ({why_not_run(done.log, done.status)})"
         return why_not_run(done.log, done.status)
 
-    def fails(self, prefix: Sequence[str], victim: str, *, ignore: Sequence[str] = ()) -> bool:
+    def fails(
+        self, prefix: Sequence[str], victim: str, *, ignore: Sequence[str] = (), only: str | None = None
+    ) -> bool:
         """Run `prefix` then `victim` in one fresh process; True when the victim failed (or died).
 
         `ignore`: modules (ids relative to the rootdir) left out of collection, so never imported.
         Raises RerunTimeout when the victim itself ran past the timeout, RerunError when it did not run.
         """
-        [seen], _ = self.observe([prefix], victim, ignore=ignore)
+        [seen], _ = self.observe([prefix], victim, ignore=ignore, only=only)
         if seen.timed_out:
             raise RerunTimeout(
                 f"{victim} ran longer than the package's timeout ({self.pkg.timeout_s:g} s) and was killed"

@@ -88,7 +88,7 @@ class StationRerunner(Rerunner):
         return cmd, env
 
     def observe(
-        self, selections: Sequence[Sequence[str]], victim: str, *, ignore: Sequence[str] = ()
+        self, selections: Sequence[Sequence[str]], victim: str, *, ignore: Sequence[str] = (), only: str | None = None
     ) -> tuple[list[Seen], int]:
         """Each selection then `victim`, each in a fresh process there (one pytest call each)."""
         seen = []
@@ -102,6 +102,8 @@ class StationRerunner(Rerunner):
                 with own_files():
                     ignored = state.write_private(out_dir / "ignore.txt", "".join(f"{m}\n" for m in ignore))
                 more.append(f"--promote-ignore={ignored}")
+            if only is not None:
+                more.append(f"--promote-only={only}")
             done = self.pytest(out_dir, *rerun_options(out_dir, *more), tests=len(chosen))
             worker = next((p.stem.removeprefix("progress-") for p in sorted(out_dir.glob("progress-*.jsonl"))), "gw0")
             seen.append(self.seen(out_dir, worker, victim, done, None))

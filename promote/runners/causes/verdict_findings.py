@@ -25,6 +25,13 @@ def verdict_finding(v: bisect.Verdict, leaks: Sequence[Finding], location: Locat
             "test of the suite does, such as an autouse fixture or a hook in conftest.py, not one earlier test"
         )
         return Finding("order-dependent", "error", v.test, message, cause=v.test, location=location)
+    if v.kind == bisect.ORDER_DEPENDENT and v.by_collection:
+        message = (
+            f"passes alone with only its own module collected, as `pytest MODULE::TEST` runs it, and fails after "
+            f"promote's no-op test with the whole package collected ({v.detail}; found in {v.reruns} reruns): "
+            "importing the package's other modules makes it fail, not an earlier test"
+        )
+        return Finding("order-dependent", "error", v.test, message, cause=v.test, location=location)
     if v.kind == bisect.ORDER_DEPENDENT and not v.polluters:
         return Finding("order-dependent", "error", v.test, after_any_test(v), cause=v.test, location=location)
     if v.kind == bisect.ORDER_DEPENDENT:

@@ -106,6 +106,12 @@ def _add_selection_options(group: pytest.OptionGroup) -> None:
         help="do not collect the modules whose ids (relative to the rootdir) are listed in FILE",
     )
     group.addoption(
+        "--promote-only",
+        metavar="MODULE",
+        default=None,
+        help="collect only this module (its id relative to the rootdir) and the conftest files on its way",
+    )
+    group.addoption(
         "--promote-select",
         metavar="FILE",
         default=None,
@@ -253,6 +259,9 @@ def pytest_make_collect_report(
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    only = config.getoption("promote_only", default=None)
+    if only:
+        return _outside(collection_path, config.rootpath, str(only))
     ignore = config.getoption("promote_ignore", default=None)
     if not ignore:
         return None
@@ -265,6 +274,20 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         return None
     # True ignores the module; None leaves the decision to pytest and other plugins.
     return True if nodeid in modules else None
+
+
+def _outside(path: Path, rootdir: Path, module: str) -> bool | None:
+    """True for what a run of `module` alone, as `pytest MODULE` would collect it, leaves out: every other module.
+    The directories on its way and their `conftest.py` and `__init__.py` are kept (None: pytest decides)."""
+    try:
+        rel = path.relative_to(rootdir).as_posix()
+    except ValueError:
+        return None
+    if rel == module or module.startswith(rel + "/") or rel == ".":
+        return None
+    parent, _, name = rel.rpartition("/")
+    on_its_way = module.startswith(parent + "/") if parent else True
+    return None if on_its_way and name in ("conftest.py", "__init__.py") else True
 
 
 @pytest.hookimpl(trylast=True)
