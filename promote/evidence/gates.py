@@ -144,6 +144,8 @@ def tested(
                               (p.crashed, f"{p.crashed} crashed")) if n]  # fmt: skip
         if red:
             lines.append(f"{p.name}: {', '.join(red)}")
+        # Failures of one cause are one problem: said once, with how many tests it fails.
+        lines += [f"{p.name}: {len(g.tests)} of them fail for one cause, {g.cause}" for g in p.groups]
         if p.blocked:
             lines.append(f"{p.name}: {p.blocked} blocked (no station can run them)")
         if p.hidden:

@@ -32,8 +32,9 @@ class Verdict:
     by_collection: bool = False
 
 
-# Members of a group rerun besides its representative, to confirm that they fail for the same reason.
-SAMPLE = 2
+# Members of a group rerun besides its representative, to confirm that they fail for the same reason: one, so
+# that a group's reruns alone take one round on two cores (each is a fresh process that imports the package).
+SAMPLE = 1
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Group:
 
     @property
     def sample(self) -> tuple[str, ...]:
-        """The representative, then the last and the middle member: the tests rerun for the whole group."""
+        """The representative, then the last member (and the middle, for a larger sample): the tests rerun."""
         t = self.tests
         return tuple(dict.fromkeys((t[0], t[-1], t[len(t) // 2])))[: 1 + SAMPLE]
 

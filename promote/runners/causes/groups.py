@@ -52,15 +52,15 @@ def group_finding(
 ) -> Finding | None:
     """The one finding of a group whose sample agreed: its cause, where, its tests, and what the reruns said."""
     first = verdicts[0]
-    where = result.locate(group.at.rsplit(":", 1)[0], int(group.at.rsplit(":", 1)[1])) if group.own else None
-    n, sampled, reruns = len(group.tests), len(group.sample), sum(v.reruns for v in verdicts)
+    path, _, line = group.at.rpartition(":")
+    where = result.locate(path, int(line)) if group.own and path and line.isdigit() else None
+    n, reruns = len(group.tests), sum(v.reruns for v in verdicts)
     head = f"{n} tests fail with {group.cause}: {listed(group.tests)}"
     if first.kind == GENUINE:
-        alone = "each of the" if sampled > 1 else "the"
-        message = f"{head}; {alone} {sampled} rerun alone failed again ({reruns} reruns for the group)"
+        message = f"{head}; rerun alone, {listed(group.sample)} failed again ({reruns} reruns for the group)"
         return Finding("same-cause", "error", first.test, message, cause=group.at, location=where, tests=group.tests)
     own = verdict_finding(first, leaks, where)
     if own is None:
         return None
-    message = f"{head}; {sampled} of them rerun, each the same: {own.message}"
+    message = f"{head}; {listed(group.sample)} rerun, the same for each: {own.message}"
     return replace(own, message=message, location=where or own.location, tests=group.tests)
