@@ -50,12 +50,19 @@ def test_six_failures_by_name_and_an_86_id_finding_folded(tmp_path: Path) -> Non
     red = [f"tests/test_app.py::test_red[{n}]" for n in range(6)]
     [group] = doc["failures"]
     assert group["package"] == "app"
-    assert [t["test"] for t in group["tests"]] == red
-    assert group["tests"][1]["cause"] == "AssertionError: case 1 is wrong"
-    assert group["tests"][1]["rerun"]["verdict"] == "genuine"
-    for test in red:
-        assert f"- `{test}` (failed): AssertionError: case {test[-2]} is wrong; rerun: genuine" in md
-        assert render_pages.id_breaks(test) in html
+    # Six failures through the same line are one cause: one entry under the first, every id in its group.
+    [entry] = group["tests"]
+    assert entry["test"] == red[0] and entry["group"] == red
+    assert entry["cause"] == "AssertionError at tests/test_app.py:8: AssertionError: case 0 is wrong"
+    assert entry["rerun"]["verdict"] == "genuine"
+    shown = (
+        f"- `{red[0]}` and 5 more tests of the same cause (every one in evidence.json) (failed): "
+        "AssertionError at tests/test_app.py:8: AssertionError: case 0 is wrong; rerun: genuine"
+    )
+    assert shown in md, md
+    assert render_pages.id_breaks(red[0]) in html and "5 more tests of the same cause" in html
+    [same] = [f for g in doc["findings_by_check"] if g["check"] == "same-cause" for f in g["findings"]]
+    assert same["tests"] == red
     # The leak: one finding for 86 tests that changed the same thing; the page names ten and counts the rest,
     # the HTML folds all 86, the JSON holds all 86.
     leakers = [f"tests/test_app.py::test_leaks[{n}]" for n in range(86)]

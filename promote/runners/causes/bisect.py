@@ -284,6 +284,8 @@ def _classify(
     if oracle.fails([]):
         return verdict(GENUINE, detail="fails when run alone")
     if not prefix:
+        if alone is not None and alone.module_only and oracle.observe([NOOP])[0]:
+            return _by_collection(oracle, victim)
         return verdict(FLAKY, detail="failed in the run with no test before it; passes alone")
     if not observed and not oracle.fails(prefix):
         return verdict(NOT_REPRODUCED, detail="passes alone and after the tests that ran before it")
@@ -292,12 +294,10 @@ def _classify(
     if oracle.results.get(NOOP) == [True]:
         # It failed after promote's no-op test, which changes nothing: confirmed on that control alone (a mixed
         # result raises Noisy), never on tests of the suite, which may be polluters themselves.
-        _confirm(oracle, [], 0)
-        detail = f"{oracle.counts(NOOP)}, {oracle.counts([])}"
         if alone is not None and alone.module_only:
-            # Alone it collected only its own module; after the no-op test, the whole package, as in the run.
-            return Verdict(victim, ORDER_DEPENDENT, (), oracle.used, detail, by_collection=True)
-        return verdict(ORDER_DEPENDENT, detail=detail)
+            return _by_collection(oracle, victim)
+        _confirm(oracle, [], 0)
+        return verdict(ORDER_DEPENDENT, detail=f"{oracle.counts(NOOP)}, {oracle.counts([])}")
     if len(found.singles) > 2 and len(found.singles) == len(prefix):
         # Every test before it makes it fail, and promote's no-op test does not: something each test of the suite
         # does (an autouse fixture, a hook). Confirmed on the first, a middle and the last of them.
@@ -320,6 +320,14 @@ def _classify(
     if _confirm(oracle, [tuple(group)], 0):
         return verdict(ORDER_DEPENDENT, group, _detail(oracle, [tuple(group)], False))
     return verdict(FLAKY, detail=f"the failure did not reproduce ({_detail(oracle, [tuple(group)], False)})")
+
+
+def _by_collection(oracle: Oracle, victim: str) -> Verdict:
+    """Alone it collected only its own module and passed; after the no-op test, with the whole package collected as
+    in the run, it failed: confirmed on that control alone (a mixed result raises Noisy)."""
+    _confirm(oracle, [], 0)
+    detail = f"{oracle.counts(NOOP)}, {oracle.counts([])}"
+    return Verdict(victim, ORDER_DEPENDENT, (), oracle.used, detail, by_collection=True)
 
 
 def _detail(oracle: Oracle, suspects: Sequence[Selection], more: bool) -> str:

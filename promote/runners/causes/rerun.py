@@ -294,9 +294,7 @@ class Rerunner:
             return f"the rerun ran longer than its bound and was killed ({why_not_run(done.log, done.status)})"
         return why_not_run(done.log, done.status)
 
-    def fails(
-        self, prefix: Sequence[str], victim: str, *, ignore: Sequence[str] = (), only: str | None = None
-    ) -> bool:
+    def fails(self, prefix: Sequence[str], victim: str, *, ignore: Sequence[str] = (), only: str | None = None) -> bool:
         """Run `prefix` then `victim` in one fresh process; True when the victim failed (or died).
 
         `ignore`: modules (ids relative to the rootdir) left out of collection, so never imported.
