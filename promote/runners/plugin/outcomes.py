@@ -120,31 +120,5 @@ def raised_at(path: Path, error: BaseException) -> int | None:
     return None
 
 
-# Folders of installed code: a frame there is a library's, never the project's, even inside the rootdir (a venv).
-_INSTALLED = frozenset({"site-packages", "dist-packages"})
-
-
-def failure_site(error: BaseException, rootdir: Path) -> tuple[str, str, bool] | None:
-    """What raised and where, for grouping failures by cause: the exception's type, the innermost frame of the
-    project's own code (`path:line` relative to `rootdir`), else the innermost frame of any code (its last two
-    path parts), and whether that frame is the project's. None when there is no traceback."""
-    tb = error.__traceback__
-    inner: tuple[str, int] | None = None
-    own: tuple[str, int] | None = None
-    while tb is not None:
-        name, line = tb.tb_frame.f_code.co_filename, tb.tb_lineno
-        inner = (name, line)
-        path = Path(name)
-        if path.is_absolute() and path.is_relative_to(rootdir) and not _INSTALLED & set(path.parts):
-            own = (path.relative_to(rootdir).as_posix(), line)
-        tb = tb.tb_next
-    if inner is None:
-        return None
-    kind = type(error)
-    shown = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
-    where = own or ("/".join(Path(inner[0]).parts[-2:]), inner[1])
-    return shown, f"{where[0]}:{where[1]}", own is not None
-
-
 def _same(a: Path, b: Path) -> bool:
     return a == b or a.resolve() == b.resolve()

@@ -35,7 +35,7 @@ from promote.runners.plugin.records import LeakRecord, TestRecord, WorkerResults
 from promote.runners.plugin.requirement_rules import excerpt
 from promote.runners.plugin.seed_probes import NumpyRandom, SeedTracker, python_random
 from promote.runners.plugin.shown_ids import shown_id
-from promote.runners.plugin.sites import Sites, ThreadStarts
+from promote.runners.plugin.sites import Sites, ThreadStarts, failure_site
 from promote.runners.plugin.streams import StreamTracker
 
 # A skip or an xfail raises too; neither is a failure with a cause.
@@ -59,7 +59,7 @@ class _Running:
     failed_subtests: int = 0
     requirements: tuple[str, ...] = ()
     fixture: str | None = None
-    # What raised in the first phase that failed, and where (`outcomes.failure_site`): failures are grouped by it.
+    # What raised in the first phase that failed, and where (`sites.failure_site`): failures are grouped by it.
     site: tuple[str, str, bool] | None = None
 
 
@@ -265,7 +265,7 @@ class Recorder:
             run.fixture = failing_fixture(item, call.excinfo)
         excinfo = call.excinfo
         if excinfo is not None and run.site is None and not excinfo.errisinstance(_NOT_FAILURES):
-            run.site = outcomes.failure_site(excinfo.value, self.config.rootpath)
+            run.site = failure_site(excinfo.value, self.config.rootpath)
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -312,6 +312,8 @@ class Recorder:
         skip_reason: str | None,
     ) -> TestRecord:
         top = nodeid == run.nodeid
+        # Only a red test's own record says what raised (a subtest's failure is its own report's).
+        site = run.site if top and failure else None
         return TestRecord(
             nodeid=shown_id(self.config, nodeid, run.nodeid),
             outcome=outcome,
@@ -326,9 +328,9 @@ class Recorder:
             requirements=run.requirements if top else (),
             fixture=run.fixture if top else None,
             excerpt=excerpt("\n\n".join(failure)) if failure else None,
-            raised=run.site[0] if top and failure and run.site else None,
-            raised_at=run.site[1] if top and failure and run.site else None,
-            raised_own=bool(run.site[2]) if top and failure and run.site else False,
+            raised=site[0] if site else None,
+            raised_at=site[1] if site else None,
+            raised_own=site[2] if site else False,
         )
 
     def _finish(self, run: _Running) -> None:

@@ -92,15 +92,47 @@ class Sites:
 
     def shown(self, file: str) -> tuple[str, bool]:
         """`file` relative to the rootdir (True), else to the import root it was loaded from (False)."""
-        path = os.path.abspath(file)
-        root = str(self.rootdir)
-        if path.startswith(root + os.sep):
-            return Path(path).relative_to(self.rootdir).as_posix(), True
-        # The longest sys.path entry holding it: site-packages/tqdm/_monitor.py -> tqdm/_monitor.py.
-        roots = [p for p in map(os.path.abspath, filter(None, sys.path)) if path.startswith(p + os.sep)]
-        if roots:
-            return Path(path).relative_to(max(roots, key=len)).as_posix(), False
-        return Path(path).name, False
+        return shown(file, self.rootdir)
+
+
+def shown(file: str, rootdir: Path) -> tuple[str, bool]:
+    """`file` relative to `rootdir` (True), else to the import root it was loaded from (False)."""
+    path = os.path.abspath(file)
+    root = str(rootdir)
+    if path.startswith(root + os.sep):
+        return Path(path).relative_to(rootdir).as_posix(), True
+    # The longest sys.path entry holding it: site-packages/tqdm/_monitor.py -> tqdm/_monitor.py.
+    roots = [p for p in map(os.path.abspath, filter(None, sys.path)) if path.startswith(p + os.sep)]
+    if roots:
+        return Path(path).relative_to(max(roots, key=len)).as_posix(), False
+    return Path(path).name, False
+
+
+# Folders of installed code: a frame there is a library's, never the project's, even inside the rootdir (a venv).
+_INSTALLED = frozenset({"site-packages", "dist-packages"})
+
+
+def failure_site(error: BaseException, rootdir: Path) -> tuple[str, str, bool] | None:
+    """What raised and where, for grouping failures by cause: the exception's type, the innermost frame of the
+    project's own code (`path:line` relative to `rootdir`), else the innermost frame of any code (as `shown`
+    names it), and whether that frame is the project's. None when there is no traceback."""
+    tb = error.__traceback__
+    inner: tuple[str, int] | None = None
+    own: tuple[str, int] | None = None
+    while tb is not None:
+        file, line = tb.tb_frame.f_code.co_filename, tb.tb_lineno
+        inner = (file, line)
+        path, inside = shown(file, rootdir)
+        # `<string>` and other names of code without a file are nobody's line.
+        if inside and os.path.isabs(file) and not _INSTALLED & set(Path(path).parts):
+            own = (path, line)
+        tb = tb.tb_next
+    if inner is None:
+        return None
+    kind = type(error)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    where = own or (shown(inner[0], rootdir)[0], inner[1])
+    return name, f"{where[0]}:{where[1]}", own is not None
 
 
 def _same_file(a: str, b: str) -> bool:
