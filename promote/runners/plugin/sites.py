@@ -97,12 +97,15 @@ class Sites:
 
 def shown(file: str, rootdir: Path) -> tuple[str, bool]:
     """`file` relative to `rootdir` (True), else to the import root it was loaded from (False)."""
-    path = os.path.abspath(file)
+    path = _absolute(file)
+    if path is None:
+        return Path(file).name, False
     root = str(rootdir)
     if path.startswith(root + os.sep):
         return Path(path).relative_to(rootdir).as_posix(), True
     # The longest sys.path entry holding it: site-packages/tqdm/_monitor.py -> tqdm/_monitor.py.
-    roots = [p for p in map(os.path.abspath, filter(None, sys.path)) if path.startswith(p + os.sep)]
+    entries = (_absolute(p) for p in sys.path if p)
+    roots = [p for p in entries if p is not None and path.startswith(p + os.sep)]
     if roots:
         return Path(path).relative_to(max(roots, key=len)).as_posix(), False
     return Path(path).name, False
@@ -136,7 +139,18 @@ def failure_site(error: BaseException, rootdir: Path) -> tuple[str, str, bool] |
 
 
 def _same_file(a: str, b: str) -> bool:
-    return a == b or os.path.abspath(a) == os.path.abspath(b)
+    return a == b or (_absolute(a) or a) == (_absolute(b) or b)
+
+
+def _absolute(path: str) -> str | None:
+    """`path` made absolute, or None when it is relative and the process's working directory is gone (a test
+    may chdir into a folder and delete it; naming a site must not end the session)."""
+    if os.path.isabs(path):
+        return os.path.normpath(path)
+    try:
+        return os.path.abspath(path)
+    except OSError:
+        return None
 
 
 class ThreadStarts:
