@@ -220,3 +220,14 @@ def test_the_first_pass_is_plain_pytests_run_test_for_test_and_red_when_it_is_re
     )
     # Red exactly when pytest is.
     assert (found["test-code"] != 0) == (plain_pytest["status"] != 0)
+
+
+def test_two_runs_of_one_commit_print_the_same_findings_of_the_suite(mlx_lm: dict[str, Any]) -> None:
+    # `audit` reruns the suite `test` ran, at the same commit: what the suite did must read the same, whatever
+    # order the workers ran it in and whatever key MLX's generator started from.
+    checks = {f["check"] for f in mlx_lm["test"]["findings"]}
+
+    def suite_findings(run: dict[str, Any]) -> list[tuple[str, str, str]]:
+        return sorted((f["check"], f["subject"], f["message"]) for f in run["findings"] if f["check"] in checks)
+
+    assert suite_findings(mlx_lm["test"]) == suite_findings(mlx_lm["audit"])

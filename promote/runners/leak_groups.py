@@ -45,8 +45,9 @@ def group(result: PackageResult) -> PackageResult:
     # leaks as data).
     kept = [f for f in result.findings if not (f.check == "leaked-state" and f.subject in recorded)]
     groups: dict[Signature, list[LeakRecord]] = {}
-    # Every worker imports every module: one module's import leak is recorded once per worker.
-    for leak in dict.fromkeys(result.leaks):
+    # Every worker imports every module: one module's import leak is recorded once per worker. Workers report
+    # in the order they were scheduled: by test id, so two runs of one commit group and word alike.
+    for leak in dict.fromkeys(sorted(result.leaks, key=lambda leak: leak.test)):
         groups.setdefault(signature(leak), []).append(leak)
     victims = _victims(result)
     unknown = None

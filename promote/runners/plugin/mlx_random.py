@@ -18,11 +18,12 @@ that successor chain. Told apart without MLX work in the usual case:
 from __future__ import annotations
 
 import functools
+import operator
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from promote.runners.plugin.probes import Change
+from promote.runners.plugin.probes import Change, Described
 from promote.runners.plugin.sites import Site, Sites
 
 # Not draws: `key` and `split` take an explicit key and leave the global one alone.
@@ -73,6 +74,7 @@ class RandomTracker:
         self.random = mx.random
         self.sites = sites
         self.seed_sites: dict[int, Site] = {}  # seed number (1, 2, ...) -> where it was called
+        self.seed_args: dict[int, str] = {}  # seed number -> the seed it was given, as the finding shows it
         self.split = mx.random.split
         self.seed = mx.random.seed
         self.mx = mx
@@ -94,6 +96,9 @@ class RandomTracker:
         def seed(*args: Any, **kwargs: Any) -> Any:
             self.seeds += 1
             self.seed_from = self.state[0]
+            if len(self.seed_args) >= MAX_SITES:
+                self.seed_args.pop(min(self.seed_args))
+            self.seed_args[self.seeds] = _seed_shown(args[0] if args else kwargs.get("seed"))
             if self.sites is not None and (site := self.sites.at(sys._getframe(1))) is not None:
                 if len(self.seed_sites) >= MAX_SITES:
                     self.seed_sites.pop(min(self.seed_sites))
@@ -132,11 +137,18 @@ class RandomTracker:
         name = "mlx.random.state"
         out = []
         if after.state is not before.state:
-            out.append(Change(f"{name} (attribute rebound)", _kind(before.state), _kind(after.state), "rebound"))
+            was, now = type(before.state).__name__, type(after.state).__name__
+            now = f"another {now} object" if now == was else f"a {now} object"
+            out.append(Change(f"{name} (attribute rebound)", Described(f"a {was} object"), Described(now), "rebound"))
         if after.seeds != before.seeds:
             calls = range(before.seeds + 1, after.seeds + 1)
             sites = tuple(dict.fromkeys(self.seed_sites[n] for n in calls if n in self.seed_sites))
-            out.append(Change(f"{name} (mx.random.seed)", before, after, "seed call", sites))
+            # Said as the calls, as for numpy's and Python's generators: the key a test starts from depends
+            # on what ran before it in its process (an unseeded key is the clock's), so quoting it would make
+            # two runs of one commit read differently; the seeds given are the test's own and the same each run.
+            seeds = dict.fromkeys(f"mx.random.seed({self.seed_args.get(n, '?')})" for n in calls)
+            called = Described(f"{', '.join(seeds)} called")
+            out.append(Change(f"{name} (mx.random.seed)", Described("not called"), called, "seed call", sites))
         elif after.key is not before.key:
             out.append(Change(f"{name} (key not from a draw)", before, after, "set"))
         return out
@@ -206,5 +218,10 @@ class RandomTracker:
         self.segments.clear()
 
 
-def _kind(state: object) -> str:
-    return f"{type(state).__name__} object at {id(state):#x}"
+def _seed_shown(seed: object) -> str:
+    """A seed as the finding names it: an integer as written, anything else by its type."""
+    try:
+        text = str(operator.index(seed))  # numpy's integers too
+    except TypeError:
+        return f"<{type(seed).__name__}>"
+    return text if len(text) <= 24 else f"{text[:21]}..."
