@@ -179,8 +179,8 @@ def test_leaks_are_grouped_by_the_state_changed_not_by_the_value_left_behind(tmp
     leaks = [f for f in result.findings if f.check == "leaked-state"]
     # One change a maintainer makes per resource: fifteen seeds are one finding, two values of one variable another.
     assert len(leaks) == 2, [f.message for f in leaks]
-    # Grouped in test-id order, so two runs of one commit list them alike.
-    moded, seeded = leaks
+    # Grouped in collection order, so two runs of one commit list them alike.
+    seeded, moded = leaks
     assert seeded.message.startswith("15 tests (test_valued.py::test_seed_00, ")
     assert "and 5 more) changed global state" in seeded.message
     assert "15 values (" in seeded.message or "14 values (" in seeded.message, seeded.message

@@ -169,7 +169,7 @@ def test_the_tests_own_leaks_stay_per_test_and_nothing_reads_as_a_change_to_the_
     [own] = [f for f in leaks.values() if f["subject"] in own_tests]
     assert sorted(own["tests"]) == own_tests and own["cause"].startswith("test_suite.py::")
     # pytest runs `setup_method` through a fixture of its own: the method is the test module's own code.
-    assert "not called -> 2 values (mx.random.seed(9) called, mx.random.seed(5) called)" in own["message"]
+    assert "not called -> 2 values (mx.random.seed(5) called, mx.random.seed(9) called)" in own["message"]
     # A value set to what it was is no change; an entry appended to a long sys.path shows as what was added.
     assert "test_suite.py::test_same_value" not in leaks
     path = leaks["test_suite.py::test_path_appended"]["message"]
