@@ -18,7 +18,6 @@ that successor chain. Told apart without MLX work in the usual case:
 from __future__ import annotations
 
 import functools
-import operator
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -74,7 +73,6 @@ class RandomTracker:
         self.random = mx.random
         self.sites = sites
         self.seed_sites: dict[int, Site] = {}  # seed number (1, 2, ...) -> where it was called
-        self.seed_args: dict[int, str] = {}  # seed number -> the seed it was given, as the finding shows it
         self.split = mx.random.split
         self.seed = mx.random.seed
         self.mx = mx
@@ -96,9 +94,6 @@ class RandomTracker:
         def seed(*args: Any, **kwargs: Any) -> Any:
             self.seeds += 1
             self.seed_from = self.state[0]
-            if len(self.seed_args) >= MAX_SITES:
-                self.seed_args.pop(min(self.seed_args))
-            self.seed_args[self.seeds] = _seed_shown(args[0] if args else kwargs.get("seed"))
             if self.sites is not None and (site := self.sites.at(sys._getframe(1))) is not None:
                 if len(self.seed_sites) >= MAX_SITES:
                     self.seed_sites.pop(min(self.seed_sites))
@@ -143,11 +138,10 @@ class RandomTracker:
         if after.seeds != before.seeds:
             calls = range(before.seeds + 1, after.seeds + 1)
             sites = tuple(dict.fromkeys(self.seed_sites[n] for n in calls if n in self.seed_sites))
-            # Said as the calls, as for numpy's and Python's generators: the key a test starts from depends
-            # on what ran before it in its process (an unseeded key is the clock's), so quoting it would make
-            # two runs of one commit read differently; the seeds given are the test's own and the same each run.
-            seeds = dict.fromkeys(f"mx.random.seed({self.seed_args.get(n, '?')})" for n in calls)
-            called = Described(f"{', '.join(seeds)} called")
+            # Said as the call, as for numpy's and Python's generators, never as a key or a seed given: the key a
+            # test starts from depends on what ran before it in its process, and a seed is often the clock's
+            # (`seed(time.time_ns())`), so quoting either would make two runs of one commit read differently.
+            called = Described("mx.random.seed called")
             out.append(Change(f"{name} (mx.random.seed)", Described("not called"), called, "seed call", sites))
         elif after.key is not before.key:
             out.append(Change(f"{name} (key not from a draw)", before, after, "set"))
@@ -216,12 +210,3 @@ class RandomTracker:
                 hi, lo = before.key.tolist()
                 self.seed((int(hi) << 32) | int(lo))
         self.segments.clear()
-
-
-def _seed_shown(seed: object) -> str:
-    """A seed as the finding names it: an integer as written, anything else by its type."""
-    try:
-        text = str(operator.index(seed))  # numpy's integers too
-    except TypeError:
-        return f"<{type(seed).__name__}>"
-    return text if len(text) <= 24 else f"{text[:21]}..."
