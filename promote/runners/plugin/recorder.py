@@ -264,6 +264,11 @@ class Recorder:
         elif call.when == "setup" and call.excinfo is not None and run.fixture is None:
             run.fixture = failing_fixture(item, call.excinfo)
         excinfo = call.excinfo
+        if excinfo is None and call.when == "call":
+            # A unittest.TestCase's failure is caught by unittest and handed to `call` by pytest's own
+            # makereport hook, which runs after this one: it is still waiting on the item.
+            pending = getattr(item, "_excinfo", None)
+            excinfo = pending[0] if isinstance(pending, list) and pending else None
         if excinfo is not None and run.site is None and not excinfo.errisinstance(_NOT_FAILURES):
             run.site = failure_site(excinfo.value, self.config.rootpath)
 

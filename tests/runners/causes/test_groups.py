@@ -91,6 +91,23 @@ def test_sixty_failures_of_one_cause_are_one_finding_and_a_few_reruns(tmp_path: 
     assert "test_c_plain.py::test_own" not in {t for f in report["findings"] for t in f.get("tests", [])}
 
 
+def test_unittest_cases_failing_through_the_same_line_join_the_group(tmp_path: Path) -> None:
+    # unittest catches a TestCase's failure itself; pytest hands it on late, and the cause must still be read.
+    suite = _suite(models=3, victims=0)
+    suite["test_d_cases.py"] = "import unittest\nimport models\n\n\nclass TestModels(unittest.TestCase):\n" + "".join(
+        f"    def test_case_{i}(self):\n        models.open_model('u{i}')\n\n" for i in range(3)
+    )
+    write_package(tmp_path, "pkg", suite)
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg", "workers": 1}])
+
+    report = _promote_test(tmp_path)
+
+    [same] = [f for f in report["findings"] if f["check"] == "same-cause"]
+    assert same["message"].startswith("6 tests fail with FileNotFoundError at models.py:7"), same["message"]
+    cases = [f"test_d_cases.py::TestModels::test_case_{i}" for i in range(3)]
+    assert set(cases) <= set(same["tests"]), same["tests"]
+
+
 def test_two_runs_of_the_same_tree_rerun_the_same_tests_and_say_the_same(tmp_path: Path) -> None:
     write_package(tmp_path, "pkg", _suite(models=12, victims=0))
     write_config(tmp_path, [{"name": "pkg", "path": "pkg", "workers": 2}])
