@@ -93,6 +93,15 @@ NotRun = Literal["not-run"]
 NOT_RUN: Final[NotRun] = "not-run"
 
 
+# Collected and left out by the package's own options (-k, -m, --deselect): never started, never missing.
+Deselected = Literal["deselected"]
+DESELECTED: Final[Deselected] = "deselected"
+
+# A test's fate in a stored or published run: what its records say, or why it has none. One list, so the history's
+# writer, the published page's `outcomes` and the shared history's reader cannot disagree on a word.
+Fate = Literal[TestOutcome, "blocked", Deselected, NotRun]
+
+
 def is_red(outcome: str | None) -> bool:
     """A red test: it failed, errored (setup or teardown) or crashed its worker."""
     return outcome in RED

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any, get_args
 
 from promote.core.bounded_json import MAX_BYTES, JsonRejected, loads
-from promote.core.vocab import Count
+from promote.core.vocab import Fate
 from promote.evidence.history import StoredRun, TestOutcome
 
 SCHEMA_ID = "urn:promote-release:promote/schemas/evidence.schema.json"
-OUTCOMES = frozenset(get_args(Count))
+OUTCOMES = frozenset(get_args(Fate))
 
 
 def _wrong(where: str, expected: str) -> JsonRejected:

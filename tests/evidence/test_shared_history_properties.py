@@ -7,14 +7,17 @@ import contextlib
 import json
 import sqlite3
 import tempfile
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from promote.core.bounded_json import INT_RANGE, JsonRejected
-from promote.evidence.docs_page import read_page
+from promote.core.vocab import Fate
+from promote.evidence.docs_history import outcomes
+from promote.evidence.docs_page import SCHEMA_ID, read_page
 from promote.evidence.history import DB_NAME, History, HistoryError, StoredRun, TestOutcome, store
 from tests.evidence.test_docs_history_robust import page
 
@@ -129,3 +132,29 @@ def test_a_real_history_with_any_bytes_overwritten_is_usable_or_the_one_error(hi
     for offset, chunk in hits:
         data[offset : offset + len(chunk)] = chunk
     _opened(bytes(data[: len(REAL)]))
+
+
+def test_a_page_holding_every_fate_the_history_writes_is_read_back_whole() -> None:
+    # The writer of a page's `outcomes` and the shared history's reader share one list of fates: a deselected test
+    # or one its pytest never started is kept, never the reason a page is skipped.
+    tests = tuple(
+        TestOutcome("pkg", f"t.py::test_{fate}", fate, 0.0, "local", "why" if fate != "passed" else None)
+        for fate in get_args(Fate)
+    )
+    run = StoredRun("r1", "audit", "2026-01-01T00:00:00", "x", "c" * 40, "promote audit", tests=tests)
+    run = replace(run, stations={"pkg": "local"})
+    doc = {
+        "$schema": SCHEMA_ID,
+        "run": "r1",
+        "provenance": {"finished": run.started, "command": run.command},
+        "outcomes": outcomes(run),
+    }
+    doc["outcomes"]["collected"] = {"pkg": len(tests)}
+
+    read = read_page(json.dumps(doc).encode(), max_bytes=1 << 20)
+
+    assert read is not None
+    assert {(t.nodeid, t.outcome) for t in read.tests} == {
+        (t.nodeid, t.outcome) for t in tests if t.outcome != "passed"
+    }
+    assert {"deselected", "not-run"} <= {t.outcome for t in read.tests}
