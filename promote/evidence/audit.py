@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import sqlite3
 from collections.abc import Callable
@@ -40,7 +41,7 @@ from promote.evidence.history import History, HistoryError, StoredRun
 from promote.evidence.pages import Pages
 from promote.evidence.publish import PublishResult, preflight
 from promote.evidence.publish import publish as publish_page
-from promote.evidence.store import kept, outcomes_of, record_into, record_switch_runs
+from promote.evidence.store import blamed_elsewhere, kept, outcomes_of, record_into, record_switch_runs
 from promote.evidence.stories import StoryReport
 from promote.evidence.story_window import RunCounts
 from promote.release import journal
@@ -182,6 +183,10 @@ def observe(
     collecting = inventory_audit.start(ws.repo.root, cfg)
     # A run whose records could not be stored (a full disk) goes on: everything after is decided from it in memory.
     run = run_tests(cfg, on_progress=on_progress, run_id=run_id, on_step=on_step) if cfg.packages else None
+    if run is not None:
+        # The history judges a victim blamed on a different polluter each run as `promote test` does: one verdict.
+        with contextlib.suppress(HistoryError):  # a history that cannot be read judges nothing; the run stands
+            run = blamed_elsewhere(cfg, run)
     outcomes = run_checks(ws, result, run, collecting.results())
     ci = outcomes.get("ci")
     if run is not None and isinstance(ci, CIOutcome):

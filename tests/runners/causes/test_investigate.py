@@ -214,6 +214,34 @@ def test_a_victim_blamed_on_a_different_polluter_than_in_an_earlier_run_is_flaky
     assert [v["verdict"] for v in second["packages"][0]["reruns"]] == ["flaky"]
 
 
+def test_audit_judges_a_victim_blamed_elsewhere_before_as_test_does(tmp_path: Path) -> None:
+    # One verdict from one history: `promote audit` after a `promote test` that blamed another polluter.
+    mode = tmp_path / "which-test-pollutes"
+    pollutes = f"if open({str(mode)!r}).read() == '{{}}': polluted.STATE['x'] = 1"
+    polluters = {3: pollutes.format("a"), 7: pollutes.format("b")}
+    work, origin = tmp_path / "work", tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    git(tmp_path, "init", "-q", "-b", "main", str(work))
+    write_package(work, "pkg", suite(polluters, {12: "assert polluted.STATE.get('x') is None"}, n=20))
+    write_config(work, [{"name": "pkg", "path": "pkg"}])
+    commit(work, "the package")
+    git(work, "remote", "add", "origin", str(origin))
+    git(work, "push", "-q", "origin", "main")
+
+    mode.write_text("a")
+    _, first = promote_test(work)
+    mode.write_text("b")
+    audit = run(work, "audit", "--json")
+
+    assert [(f["check"], f["cause"]) for f in first["findings"]] == [("order-dependent", node_id(3))]
+    assert audit.stdout.strip(), audit.output
+    report = json.loads(audit.stdout)
+    assert not [f for f in report["findings"] if f["check"] == "order-dependent"], report["findings"]
+    [flaky] = [f for f in report["findings"] if f["subject"] == node_id(12)]
+    blamed = f"blamed on {node_id(7)} in this run, on {node_id(3)} in run {first['run']}"
+    assert (flaky["check"], flaky["message"]) == ("flaky", f"flaky: {blamed}: a different polluter each run")
+
+
 def test_budget_cut_short_is_undecided(tmp_path: Path) -> None:
     write_package(
         tmp_path,
