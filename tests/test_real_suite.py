@@ -230,11 +230,10 @@ def test_two_runs_of_one_commit_print_the_same_findings_of_the_suite(mlx_lm: dic
     def suite_findings(run: dict[str, Any]) -> list[tuple[str, str, object]]:
         # A requirement's finding is worded with what each command knows of CI (`audit` reads the workflows):
         # for it the same subject and the same tests (a failure prints both wordings).
-        said = [(f["check"], f["subject"], f["message"]) for f in run["findings"] if f["check"] in checks]
-        return sorted(
-            (c, s, tuple(sorted(f.get("tests") or ())) if c == "impossible-requirement" else m)
-            for (c, s, m), f in zip(said, [f for f in run["findings"] if f["check"] in checks], strict=True)
-        )
+        def said(f: dict[str, Any]) -> object:
+            return tuple(sorted(f.get("tests") or ())) if f["check"] == "impossible-requirement" else f["message"]
+
+        return sorted((f["check"], f["subject"], said(f)) for f in run["findings"] if f["check"] in checks)
 
     assert suite_findings(mlx_lm["test"]) == suite_findings(mlx_lm["audit"]), [
         f["message"]
