@@ -11,8 +11,7 @@ from promote.config import Config
 from promote.core import state
 from promote.core.findings import Finding
 from promote.core.git import run_git
-from promote.core.vocab import DESELECTED as DESELECTED_FATE
-from promote.core.vocab import NOT_RUN
+from promote.core.vocab import DESELECTED, NOT_RUN
 from promote.evidence import story_findings
 from promote.evidence.deltas import FILTERED
 from promote.evidence.history import SWITCH_KIND, History, HistoryError, StoredRun, TestOutcome
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
     from promote.accel.verify import AccelReport
 
 
-DESELECTED = "left out by the package's own options (-k, -m or --deselect, in its pytest configuration or its args)"
+LEFT_OUT = "left out by the package's own options (-k, -m or --deselect, in its pytest configuration or its args)"
 STOPPED = "collected, and never started: pytest stopped before it (see pytest-stopped)"
 
 
@@ -49,7 +48,7 @@ def outcomes_of(run: RunResult | None) -> tuple[TestOutcome, ...]:
                     )
                 )
         found += [TestOutcome(p.name, n, "crashed", 0.0, p.station, verdict=verdicts.get(n)) for n in p.crashed_tests]
-        found += [TestOutcome(p.name, n, DESELECTED_FATE, 0.0, p.station, DESELECTED) for n in p.deselected]
+        found += [TestOutcome(p.name, n, DESELECTED, 0.0, p.station, LEFT_OUT) for n in p.deselected]
         found += [TestOutcome(p.name, n, NOT_RUN, 0.0, p.station, STOPPED) for n in p.unrun]
     return tuple(found)
 
