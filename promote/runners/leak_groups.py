@@ -45,12 +45,12 @@ def group(result: PackageResult) -> PackageResult:
     # leaks as data).
     kept = [f for f in result.findings if not (f.check == "leaked-state" and f.subject in recorded)]
     groups: dict[Signature, list[LeakRecord]] = {}
-    # Every worker imports every module: one module's import leak is recorded once per worker. Workers report
-    # as they finish: taken in collection order (a module's import first), so two runs of one commit group and
+    # Every worker imports every module: one module's import leak is recorded once per worker. Taken in
+    # collection order (the package's tests are; a module's import first), so two runs of one commit group and
     # word alike, and a parametrized test's cases read 0, 1, ..., 10 rather than 0, 1, 10.
     order: dict[str, int] = {}
-    for t in result.tests:
-        order.setdefault(t.nodeid, t.index)
+    for i, t in enumerate(result.tests):
+        order.setdefault(t.nodeid, i)
     for leak in dict.fromkeys(sorted(result.leaks, key=lambda leak: (order.get(leak.test, -1), leak.test))):
         groups.setdefault(signature(leak), []).append(leak)
     victims = _victims(result)

@@ -312,6 +312,10 @@ def summarize(
     rootdir = read.configuration.rootdir
     tests, findings, lost, timed_out, every = read.tests, read.findings, read.lost, read.timed_out, read.workers
     tests, collection_errors = collection_errors_of(tests)
+    # Workers report as they finish, and which worker runs which test changes from run to run: in collection
+    # order, a commit's findings list and word their tests alike on every run.
+    position = {nodeid: i for i, nodeid in enumerate(read.collected)}
+    tests = sorted(tests, key=lambda t: position.get(t.parent or t.nodeid, len(position)))
     findings += [uncollected(t, locate(rootdir, t.nodeid, t.line)) for t in collection_errors]
     crashed = [(n, w) for n, w in lost if n not in timed_out]
     findings += [crash_finding(n, w, locate(rootdir, n)) for n, w in crashed]

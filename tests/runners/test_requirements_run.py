@@ -389,3 +389,31 @@ def test_every_hub_model_a_subtest_reaches_is_named_and_its_subtest_blocked_not_
         "  pkg: tests/test_tok.py::TestTok::test_one_real_failure (failed)",
         "  pkg: tests/test_tok.py::TestTok::test_one_real_failure (n=2) (failed)",
     ]
+
+
+def test_blocked_tests_are_listed_in_collection_order_whichever_worker_ran_each(tmp_path: Path) -> None:
+    # Two workers take the tests in turns and report as they finish: read worker by worker, the ids would run
+    # 0-4, then what the first worker took next, then 5-9; two runs of one commit would list them differently.
+    tests = """
+        import pytest
+
+        @pytest.mark.requires("checkpoint:nowhere-4bit")
+        @pytest.mark.parametrize("n", range(40))
+        def test_needs(n):
+            raise AssertionError("a test no station can run must not start")
+    """
+    write_package(tmp_path, "pkg", {"tests/test_needs.py": tests})
+    (tmp_path / "promote.toml").write_text(
+        '[promote]\ntrunk = "main"\n\n[[promote.packages]]\nname = "pkg"\npath = "pkg"\nworkers = 2\n'
+    )
+
+    code, report = run_json(tmp_path, "test")
+
+    assert code == 1
+    listed = [b["test"] for b in report["packages"][0]["blockers"]]
+    assert listed == [f"tests/test_needs.py::test_needs[{n}]" for n in range(40)]
+    (message,) = [f["message"] for f in report["findings"] if f["check"] == "impossible-requirement"]
+    assert message.endswith(
+        ": tests/test_needs.py::test_needs[0], tests/test_needs.py::test_needs[1], "
+        "tests/test_needs.py::test_needs[2] (+37 more)"
+    ), message
