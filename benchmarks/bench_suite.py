@@ -61,7 +61,9 @@ def main() -> None:
         print(f"round {r + 1} promote/pytest {ratios[-1]:.3f}", flush=True)
     iv = median_interval(ratios, 0.9)
     median = sorted(ratios)[len(ratios) // 2]
-    if iv.high <= args.target:
+    if iv.coverage < 0.9:
+        verdict = "inconclusive (too few rounds for a 90% interval)"
+    elif iv.high <= args.target:
         verdict = "met"
     elif iv.low > args.target:
         verdict = "missed"
