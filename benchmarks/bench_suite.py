@@ -4,7 +4,7 @@ The project is a git work tree with its own promote.toml (one package, its `pyth
 runs in the package's directory with that interpreter and environment, as its CI would. Arms alternate and
 rotate each round after one uncounted warm-up of each; each round's ratio is promote's time over plain
 pytest's in that round, and the verdict is the median ratio with its distribution-free interval against
-`--target`. The load (one-minute average) is printed before and after every arm.
+`--target`. Beside each run: the CPU the rest of the machine used meanwhile (the noise).
 
     python benchmarks/bench_suite.py --root /path/to/mlx-engine --rounds 7 --target 1.5
 """
@@ -12,25 +12,12 @@ pytest's in that round, and the verdict is the median ratio with its distributio
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import subprocess
-import time
 from pathlib import Path
+
+from _common import Arm, interleave, promote_argv
 
 from promote.config import load_config
 from promote.core.stats import median_interval
-
-
-def load() -> float:
-    return os.getloadavg()[0]
-
-
-def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, str]:
-    started = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    lines = (done.stdout or done.stderr).strip().splitlines()
-    return time.perf_counter() - started, done.returncode, lines[-1] if lines else ""
 
 
 def main() -> None:
@@ -41,24 +28,13 @@ def main() -> None:
     args = parser.parse_args()
     root = args.root.resolve()
     package = load_config(root).packages[0]  # as promote reads it: its path resolved, its python and env
-    env = {**os.environ, **dict(package.env)}
-    python, workers = package.interpreter, str(package.workers)
-    plain = [python, "-m", "pytest", "-n", workers, "-q", "-p", "no:cacheprovider"]
-    promote = [shutil.which("promote") or "promote", "test"]
-    arms = {"pytest": (plain, package.path), "promote": (promote, root)}
-    for argv, cwd in arms.values():  # warm-up: the disk cache, not a figure
-        timed(argv, cwd, env)
-    ratios = []
-    for r in range(args.rounds):
-        order = list(arms) if r % 2 == 0 else list(reversed(arms))
-        took = {}
-        for name in order:
-            before = load()
-            seconds, status, last = timed(*arms[name], env)
-            took[name] = seconds
-            print(f"round {r + 1} {name:7} {seconds:6.1f} s  exit {status}  load {before:.2f} -> {load():.2f}  {last}")
-        ratios.append(took["promote"] / took["pytest"])
-        print(f"round {r + 1} promote/pytest {ratios[-1]:.3f}", flush=True)
+    plain = (package.interpreter, "-m", "pytest", "-n", str(package.workers), "-q", "-p", "no:cacheprovider")
+    red_or_green, env = frozenset({0, 1}), dict(package.env)  # the suite may be red: its time is the figure
+    pytest_arm = Arm("pytest", plain, package.path, red_or_green, lambda _: None, env)
+    promote_arm = Arm("promote", (*promote_argv(), "test"), root, red_or_green, lambda _: None, env)
+    timings = interleave(pytest_arm, promote_arm, args.rounds, show_noise=True)
+    ratios = [p / q for p, q in zip(timings.seconds["promote"], timings.seconds["pytest"], strict=True)]
+    print("per-round promote/pytest: " + ", ".join(f"{r:.3f}" for r in ratios))
     iv = median_interval(ratios, 0.9)
     median = sorted(ratios)[len(ratios) // 2]
     if iv.coverage < 0.9:
