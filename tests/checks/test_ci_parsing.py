@@ -163,7 +163,27 @@ def test_wrappers_are_peeled_down_to_the_test_command(tmp_path: Path) -> None:
     launched = "Opaque: `mpirun` runs tests/ring_test.py, which the audit does not read"
     assert kind("mpirun", "-np", "8", "python", "tests/ring_test.py") == launched
     assert kind("ruff", "check", "tests/ring_test.py") == "NoneType"
-    assert kind("mpirun", "-np", "8", "python", "tests/missing_test.py") == "NoneType"
+    # Unknown is never none: a program the audit does not know may run tests; one it knows to run none does not.
+    assert (
+        kind("mpirun", "-np", "8", "python", "tests/missing_test.py")
+        == "Opaque: what `mpirun` runs is not read by the audit"
+    )
+    assert kind("python", "-m", "tornado.test") == "Opaque: what `tornado.test` runs is not read by the audit"
+    assert kind("python", "igor.py", "test_with_core") == "Opaque: what igor.py runs is not read by the audit"
+    assert kind("python", "setup.py", "test") == "Opaque: what setup.py runs is not read by the audit"
+    assert kind("just", "cov") == "Opaque: what `just` runs is not read by the audit"
+    python = Invocation((Word("$PYTHON", known=False), Word("-m"), Word("pip")), "")
+    assert classify(python, tmp_path) == Opaque("$PYTHON -m pip", "`$PYTHON` is not known before the job runs")
+    for known in (
+        ("echo", "hi"),
+        ("python", "setup.py", "sdist"),
+        ("python", "-m", "pip", "install", "."),
+        ("pipx", "install", "nox"),
+        ("python", "-m", "site"),
+        ("cd", "src"),
+        ("[", "-f", "x", "]"),
+    ):
+        assert kind(*known) == "NoneType", known
 
 
 def test_path_words_known_only_when_the_job_runs_leave_every_test_they_could_reach_undecided(tmp_path: Path) -> None:

@@ -361,6 +361,17 @@ def test_a_strategy_without_a_matrix_is_valid_as_github_runs_it(tmp_path: Path) 
     assert (report.run, report.problems, report.findings) == (3, (), ())
 
 
+def test_empty_values_github_accepts_are_no_filter_and_an_empty_input(tmp_path: Path) -> None:
+    # A bare `tags:` (flake8's main.yml) and an input with no value (nox's `activate-environment:`): GitHub runs both.
+    on = "on:\n  push:\n    branches: [main]\n    tags:\n  pull_request:\n"
+    job = JOB.replace(
+        "      - uses: actions/checkout@v4\n", "      - uses: actions/checkout@v4\n        with:\n          ref:\n"
+    )
+    report = survey(tmp_path, {"ci.yml": on + job})
+
+    assert (report.run, report.problems, report.findings) == (3, (), ())
+
+
 def test_runs_on_from_a_matrix_mapping_and_from_case_is_read_per_entry(tmp_path: Path) -> None:
     mapping = """\
 jobs:

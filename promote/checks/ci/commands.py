@@ -37,6 +37,26 @@ _FILE_READERS = {
     "cat", "cp", "mv", "rm", "ln", "git", "diff", "grep", "sed", "awk", "head", "tail", "echo", "ls", "wc",
     "touch", "chmod", "pre-commit", "cython", "sha256sum",
 }  # fmt: skip
+# Programs known to run no test of the project, whatever their arguments: shell builtins and utilities, package
+# managers and installers, publishers, and the modules `python -m` runs to build or install. Any other program
+# may run tests (`./ci.sh`, `python -m tornado.test`, `just cov`): undecided, never "runs no tests".
+_NO_TESTS = {
+    "cd", "export", "set", "unset", "source", ".", "exit", "return", "true", "false", ":", "test", "[", "[[",
+    "printf", "read", "shift", "local", "declare", "readonly", "trap", "wait", "sleep", "mkdir", "rmdir", "tee",
+    "sort", "uniq", "tr", "cut", "find", "tar", "zip", "unzip", "gzip", "gunzip", "curl", "wget", "which", "type",
+    "command", "hash", "pwd", "basename", "dirname", "realpath", "readlink", "date", "uname", "id", "whoami",
+    "df", "du", "free", "nproc", "ulimit", "chown", "jq", "yq", "base64", "openssl", "gpg", "ps", "kill",
+    "pkill", "ssh-keygen", "ssh-add", "ssh", "scp", "rsync", "apt", "apt-get", "dpkg", "yum", "dnf", "apk",
+    "brew", "choco", "snap", "pip", "pip3", "npm", "yarn", "pnpm", "gh", "codecov", "twine", "sphinx-build",
+    "mkdocs", "coverage", "virtualenv", "venv", "build", "wheel", "ensurepip", "setuptools_scm", "pipdeptree",
+    "check-manifest", "check-wheel-contents", "towncrier", "bump-my-version", "export_env", "sha512sum", "md5sum",
+    "xcode-select", "sw_vers", "system_profiler", "nvidia-smi", "ccache", "sccache", "rustup", "tree",
+    "dot", "doxygen", "zizmor", "actionlint", "shellcheck", "yamllint", "markdownlint", "typos", "vulture",
+    "pip-audit", "safety", "bandit", "deptry", "pyupgrade", "autoflake", "docformatter", "interrogate",
+    "site", "dir", "rstcheck", "doc8", "certutil", "doctest", "pydoc", "sysctl", "ldd", "otool", "file",
+}  # fmt: skip
+# `python setup.py COMMAND`: the commands that build or install (`setup.py test` runs the tests).
+_SETUP_BUILDS = {"sdist", "bdist_wheel", "build", "build_ext", "build_py", "install", "develop", "egg_info", "check"}
 
 
 @dataclass(frozen=True)
@@ -102,7 +122,7 @@ def classify(inv: Invocation, root: Path) -> Classified:
         if program == "tox":
             args = _tox_env(inv, peeled.env, args)
         return ToolCall(text, "tox" if program == "tox" else "make", cwd, args)
-    if program in _LAUNCHERS and any("test" in w.text for w in args):
+    if program in _LAUNCHERS:
         return Opaque(text, f"what `{program}` runs is not read by the audit")
     if peeled.runner == "hatch run" and cwd is not None:
         # Any name after `hatch run` may be a script of the project's (`hatch run full`): hatch says which.
@@ -111,10 +131,12 @@ def classify(inv: Invocation, root: Path) -> Classified:
         # `pdm run test`, `pixi run test`: a script of the project's own, whatever its name says.
         return Opaque(text, f"`{peeled.runner} {program}` runs a project script the audit does not read")
     module = next((a.text for a in args if _test_module(a, cwd, root)), None)
-    if module is not None and program not in _FILE_READERS:
+    if program in _FILE_READERS or (module is None and program in _NO_TESTS):
+        return None
+    if module is not None:
         # `mpirun -np 8 python tests/mpi_test.py`, `mlx.launch tests/ring_test.py`: a launcher runs the module.
         return Opaque(text, f"`{program}` runs {module}, which the audit does not read")
-    return None
+    return Opaque(text, f"what `{program}` runs is not read by the audit")
 
 
 def _test_module(word: Word, cwd: str | None, root: Path) -> bool:
@@ -175,10 +197,8 @@ def _peel(inv: Invocation, text: str) -> _Peeled | Opaque | ToolCall | None:
             # `hatch run test.py${{ matrix.python }}:test` outside a matrix: hatch says it is only known then.
             return ToolCall(text, "hatch", peeled.cwd, tuple(peeled.argv))
         if not head.known:
-            if peeled.runner or any(w.text in ("pytest", "unittest", "nox", "tox") for w in peeled.argv):
-                # After `hatch run` or `pdm run` it names a project script: it may run tests, so it is never "none".
-                return Opaque(text, f"`{head.text}` is not known before the job runs")
-            return None
+            # A program only the run knows (`$PYTHON`, a matrix value) may run tests: it is never "none".
+            return Opaque(text, f"`{head.text}` is not known before the job runs")
         if name in _WRAPPERS or name in _RUNNERS:
             stop = _unwrap(peeled, name, text)
             if stop is not True:
@@ -200,6 +220,8 @@ def _unwrap(peeled: _Peeled, name: str, text: str) -> Literal[True] | Opaque | N
     argv = peeled.argv
     runner_verb = name in _RUNNERS and len(argv) > 1 and argv[1].text in ("run", "exec")
     if name in _RUNNERS and not runner_verb and name not in ("hatch", "pipx"):
+        return None
+    if name == "pipx" and len(argv) > 1 and argv[1].text in ("install", "inject", "upgrade", "ensurepath", "list"):
         return None
     if name == "hatch" and len(argv) > 1 and argv[1].text == "test":
         return Opaque(text, "`hatch test` runs pytest with hatch's own settings")
@@ -256,10 +278,9 @@ def _python_target(argv: list[Word], text: str) -> list[Word] | Opaque:
         elif option.startswith("-"):
             argv = argv[1:]
         else:
-            script = posixpath.basename(option)
-            if "test" in script.lower():
-                return Opaque(text, f"what {option} runs is not read by the audit")
-            return []
+            if posixpath.basename(option) == "setup.py" and len(argv) > 1 and argv[1].text in _SETUP_BUILDS:
+                return []
+            return Opaque(text, f"what {option} runs is not read by the audit")
     return []
 
 

@@ -52,10 +52,33 @@ def _node(schema: dict[str, Any], pointer: str) -> dict[str, Any]:
 
 
 def workflow_data(data: dict[Any, Any]) -> dict[Any, Any]:
-    """The workflow with YAML 1.1's `on` (read as the boolean True) under its own name again."""
+    """The workflow with YAML 1.1's `on` (read as the boolean True) under its own name again, and the empty
+    values GitHub reads as absent or empty where the schema wants a type: an event filter written with no value
+    (`tags:`) is no filter, a step input with none (`with: {name: }`) is the empty string."""
     if True in data and "on" not in data:
         data = {("on" if k is True else k): v for k, v in data.items()}
+    on = data.get("on")
+    if isinstance(on, dict):
+        events = {e: {k: v for k, v in f.items() if v is not None} if isinstance(f, dict) else f for e, f in on.items()}
+        data = {**data, "on": events}
+    jobs = data.get("jobs")
+    if isinstance(jobs, dict):
+        data = {**data, "jobs": {name: _inputs_given(job) for name, job in jobs.items()}}
     return data
+
+
+def _inputs_given(job: object) -> object:
+    """A job whose steps' `with:` inputs written with no value are the empty string, as GitHub passes them."""
+    steps = job.get("steps") if isinstance(job, dict) else None
+    if not isinstance(job, dict) or not isinstance(steps, list):
+        return job
+    fixed = [
+        {**s, "with": {k: "" if v is None else v for k, v in s["with"].items()}}
+        if isinstance(s, dict) and isinstance(s.get("with"), dict)
+        else s
+        for s in steps
+    ]
+    return {**job, "steps": fixed}
 
 
 def problem(data: object, text: str) -> tuple[int, str] | None:
