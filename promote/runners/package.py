@@ -33,8 +33,6 @@ from promote.core.redact import PACKAGE_ENV_NAMES
 from promote.runners.configuration import OwnOptions, own_options
 from promote.runners.plugin import progress
 from promote.runners.plugin.records import progress_path
-from promote.runners.plugin.stops import read_ended
-from promote.runners.tails import TAILS
 
 # Loaded by module path, so the plugin works in a package's own virtualenv without promote installed.
 PLUGIN = "promote.runners.plugin.hooks"
@@ -255,7 +253,6 @@ class PackageRun:
         )
         cmd += self.part_extra.get(part, ())
         log = "pytest.log" if resume is None else f"pytest-{resume[0]}.log"
-        cmd.append(f"--promote-ended={ended_path(part_dir / log)}")
         with state.open_private_log(part_dir / log) as sink:
             proc = subprocess.Popen(
                 cmd, cwd=self.pkg.path, env=self.env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
@@ -285,15 +282,15 @@ class PackageRun:
             proc, cmd, part_dir = self.first if i == 0 else self._launch(part, workers)
             watch = Watch(part_dir, self.pkg.timeout_s)
             watches.append(watch)
-            status = self._follow(proc, watch, watches, on_progress, part_dir / "pytest.log")
+            status = self._follow(proc, watch, watches, on_progress)
             # Without xdist nothing replaces a process that died under a test: start the next one here.
             restarts, worker, log = 0, "main", part_dir / "pytest.log"
             while not self.xdist and not self.stopped and restarts < MAX_RESTARTS and watch.died(worker):
                 restarts += 1
                 worker = f"main.{restarts}"
                 proc, _, _ = self._launch(part, workers, (worker, _write_started(part_dir, restarts)))
+                status = self._follow(proc, watch, watches, on_progress)
                 log = part_dir / f"pytest-{worker}.log"
-                status = self._follow(proc, watch, watches, on_progress, log)
             elapsed = time.monotonic() - self.started
             outcome = ProcessOutcome(
                 part,
@@ -314,27 +311,14 @@ class PackageRun:
         return done
 
     def _follow(
-        self,
-        proc: subprocess.Popen[bytes],
-        watch: Watch,
-        watches: list[Watch],
-        on_progress: ProgressCallback | None,
-        log: Path,
+        self, proc: subprocess.Popen[bytes], watch: Watch, watches: list[Watch], on_progress: ProgressCallback | None
     ) -> int:
-        """Follow one pytest process until its records are complete; its exit status.
-
-        A process that says its records are complete with a status of tests run (0 or 1) is left to shut down
-        (tails): its log is then complete enough, and the run waits for its end before it is stored.
-        """
+        """Follow one pytest process to its end; its exit status."""
         self.current = proc
         if self.stopped:  # given up while this process was starting
             self.stop()
         last = -1
         while proc.poll() is None:
-            if (said := read_ended(ended_path(log))) in (0, 1):
-                watch.poll()
-                TAILS.add(proc, said, log, package=self.pkg.name, part=watch.out_dir.name)
-                return said
             # Waiting on the process (not sleeping) notices its end at once, not up to POLL_S later.
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=POLL_S)
@@ -345,11 +329,6 @@ class PackageRun:
                 last = finished
         watch.poll()
         return int(proc.returncode)
-
-
-def ended_path(log: Path) -> Path:
-    """Where the process logging to `log` says its records are complete (promote.runners.plugin.stops)."""
-    return log.with_name(f"ended-{log.stem}.json")
 
 
 def _write_started(part_dir: Path, n: int) -> Path:

@@ -12,7 +12,6 @@ from promote.core.process import internal_error, telling_line
 from promote.core.vocab import COUNT_KEYS
 from promote.runners.package import ProcessOutcome
 from promote.runners.plugin.stops import Stop
-from promote.runners.tails import Ended
 
 # The keys of a package in run.json that count tests, as to_json writes them.
 STORED_COUNTS = tuple(COUNT_KEYS.values())  # the --json contract's keys
@@ -60,15 +59,6 @@ def process_finding(name: str, done: ProcessOutcome, ran_tests: bool, failures: 
         message = f"pytest exited with status 1 but recorded no failure{ran}: {why} (log: {done.log})"
         return Finding("package-error", "error", name, message)
     return Finding("package-error", "error", name, f"pytest exited with status {done.status}: {why} (log: {done.log})")
-
-
-def shutdown_finding(ended: Ended) -> Finding:
-    """A pytest whose exit status changed after its tests had ended: CI sees the status it exited with."""
-    message = (
-        f"pytest exited with status {ended.status} after its {ended.part} tests had ended with status "
-        f"{ended.said}: something at its shutdown (an atexit handler, a crash) changed it (log: {ended.log})"
-    )
-    return Finding("package-error", "error", ended.package, message)
 
 
 def log_complaint(log: Path) -> str:

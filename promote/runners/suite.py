@@ -34,13 +34,11 @@ from promote.runners.configuration import own_options, rootdir_of
 from promote.runners.fleet.run import as_detected, check_fleet, fleet_inventories, run_fleet
 from promote.runners.junit import write_junit
 from promote.runners.package import ProgressCallback
-from promote.runners.package_findings import shutdown_finding
 from promote.runners.plugin.records import write_atomic
 from promote.runners.plugin.requirement_rules import Rule
 from promote.runners.stations import Inventory, inventory
 from promote.runners.stored_runs import durations_of, latest_before
 from promote.runners.summary import PackageResult, summarize
-from promote.runners.tails import Ended, settled
 
 STATION_FILE = "station.json"
 
@@ -212,7 +210,7 @@ def finish(
     """The causes of the first pass's failures, then the stored run. `only`: per package, the failed tests whose
     cause is asked for (every one by default; with it, the pass without restores is not made either)."""
     plan = done.plan
-    results = with_shutdowns(*settled(lambda: find_causes(plan, done.results, on_step, only)))
+    results = find_causes(plan, done.results, on_step, only)
     result = RunResult(
         run_id=plan.run_dir.name,
         started=done.started,
@@ -228,21 +226,6 @@ def finish(
         # Every test ran and the report can still be printed: a full disk takes the stored records only.
         result = replace(result, unstored=str(e))
     return result
-
-
-def with_shutdowns(results: tuple[PackageResult, ...], changed: Sequence[Ended]) -> tuple[PackageResult, ...]:
-    """Each package whose pytest exited with another status than its tests had ended with: said, and counted."""
-    out = []
-    for r in results:
-        mine = [e for e in changed if e.package == r.name]
-        if mine:
-            r = replace(
-                r,
-                findings=r.findings + tuple(shutdown_finding(e) for e in mine),
-                exit_status=max(r.exit_status, *(e.status for e in mine)),
-            )
-        out.append(r)
-    return tuple(out)
 
 
 def start_local(plan: Plan, live: _Live) -> dict[int, runner.PackageRun]:

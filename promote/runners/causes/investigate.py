@@ -24,7 +24,6 @@ from promote.runners.plugin import progress
 from promote.runners.plugin.records import read_all_results
 from promote.runners.rerun_verdict import Group
 from promote.runners.summary import PackageResult
-from promote.runners.tails import settled
 
 A = TypeVar("A")
 B = TypeVar("B")
@@ -370,13 +369,6 @@ def bisect_by_hand(
     config: Config, pkg: PackageConfig, victim: str, *, last_run: Path | None, on_step: StepCallback | None = None
 ) -> tuple[bisect.Verdict, Finding | None, int]:
     """`promote bisect`: from the last run's order when it has the test, else from collection order."""
-    # Its reruns' statuses after their records decide nothing: only that none is left running.
-    return settled(lambda: _bisect_by_hand(config, pkg, victim, last_run=last_run, on_step=on_step))[0]
-
-
-def _bisect_by_hand(
-    config: Config, pkg: PackageConfig, victim: str, *, last_run: Path | None, on_step: StepCallback | None
-) -> tuple[bisect.Verdict, Finding | None, int]:
     base = state.bisect_dir(config.root) / state.new_run_id()
     station = last_run.parent / "station.json" if last_run is not None else None
     rerunner = Rerunner(pkg, pkg.interpreter, base, station if station and station.is_file() else None)

@@ -20,12 +20,10 @@ from promote.core.errors import PromoteError
 from promote.core.policies import OFF
 from promote.core.process import telling_line
 from promote.core.vocab import is_red
-from promote.runners.package import PLUGIN, POLL_S, Watch, ended_path, environment, serial_options
+from promote.runners.package import PLUGIN, POLL_S, Watch, environment, serial_options
 from promote.runners.plugin.forked import read_marker
 from promote.runners.plugin.progress import unfinished
 from promote.runners.plugin.records import TestRecord, progress_path, read_all_results, read_results, results_path
-from promote.runners.plugin.stops import read_ended
-from promote.runners.tails import TAILS
 
 # Start-up and collection of a rerun, on top of `timeout_s` for each test it runs.
 START_SLACK_S = 60.0
@@ -176,12 +174,10 @@ class Rerunner:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        detached = False
         try:
-            done, detached = self._follow(proc, out_dir, log, tests)
-            return done
+            return self._follow(proc, out_dir, log, tests)
         finally:
-            if proc.poll() is None and not detached:
+            if proc.poll() is None:
                 _kill_group(proc)
 
     def command(self, out_dir: Path, options: Sequence[str]) -> tuple[list[str], dict[str, str]]:
@@ -192,15 +188,14 @@ class Rerunner:
             *serial_options(self.pkg, self.python), "-p", "no:cacheprovider", "-q",
             # A module elsewhere that fails to import must not stop the tests asked for.
             "--continue-on-collection-errors",
-            f"--promote-ended={ended_path(out_dir / 'pytest.log')}", *options, *self.pkg.args,
+            *options, *self.pkg.args,
         ]  # fmt: skip
         if self.station is not None:
             cmd.append(f"--promote-station={self.station}")
         return cmd, environment(self.pkg, self.python)
 
-    def _follow(self, proc: subprocess.Popen[bytes], out_dir: Path, log: Path, tests: int | None) -> tuple[Ran, bool]:
-        """Wait for the rerun's records, killing it (and its process group) once a test or the whole run overruns;
-        and whether it was left to shut down (tails), its records complete."""
+    def _follow(self, proc: subprocess.Popen[bytes], out_dir: Path, log: Path, tests: int | None) -> Ran:
+        """Wait for the rerun, killing it (and its process group) once a test or the whole run overruns."""
         timeout = self.pkg.timeout_s
         watch = Watch(out_dir, timeout)
         bound = None if timeout is None or tests is None else time.monotonic() + timeout * (tests + 1) + START_SLACK_S
@@ -209,14 +204,11 @@ class Rerunner:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=POLL_S)
             watch.poll()
-            if not watch.timed_out and (said := read_ended(ended_path(log))) is not None:
-                TAILS.add(proc, said, log, package=self.pkg.name, group=True)
-                return Ran(said, log), True
             overran = bound is not None and time.monotonic() > bound
             if watch.timed_out or overran or self._stopped.is_set():
                 _kill_group(proc)
         watch.poll()
-        return Ran(int(proc.returncode), log, tuple(watch.timed_out), overran), False
+        return Ran(int(proc.returncode), log, tuple(watch.timed_out), overran)
 
     def run_through(self, victim: str) -> tuple[list[str], bool] | None:
         """Run the package in collection order up to `victim`: (the tests before it, whether it failed).

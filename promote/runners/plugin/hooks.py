@@ -118,12 +118,6 @@ def _add_selection_options(group: pytest.OptionGroup) -> None:
         help="run exactly the test ids listed in FILE (one per line), in that order",
     )
     group.addoption(
-        "--promote-ended",
-        metavar="FILE",
-        default=None,
-        help="write FILE (the exit status) once this process's records are complete, before its shutdown",
-    )
-    group.addoption(
         "--promote-selections",
         metavar="FILE",
         default=None,
@@ -308,28 +302,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         )
 
 
-# First: the xdist controller's records (its workers') are complete before it waits for the workers to exit.
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    config = session.config
-    out = config.getoption("promote_out", default=None)
-    # pytest's own stop (--maxfail, -x) in this process; under xdist the controller's, which counts every worker's.
-    dsession = config.pluginmanager.getplugin("dsession")
-    reason = session.shouldfail or session.shouldstop or getattr(dsession, "shouldstop", False)
-    from promote.runners.plugin import stops
-
-    if out is not None and reason:
-        maxfail = int(config.getoption("maxfail", default=0) or 0)
-        stops.write_stop(out_dir(config), worker_id(config) or "controller", str(reason), maxfail)
-    stops.session_finished(session, records_here=worker_id(config) is not None)
-
-
 @pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if config.getoption("promote_ended", default=None) is not None:
-        from promote.runners.plugin import stops
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    out = session.config.getoption("promote_out", default=None)
+    # pytest's own stop (--maxfail, -x) in this process; under xdist the controller's, which counts every worker's.
+    dsession = session.config.pluginmanager.getplugin("dsession")
+    reason = session.shouldfail or session.shouldstop or getattr(dsession, "shouldstop", False)
+    if out is not None and reason:
+        from promote.runners.plugin.stops import write_stop
 
-        stops.unconfigured(config)
+        maxfail = int(session.config.getoption("maxfail", default=0) or 0)
+        write_stop(out_dir(session.config), worker_id(session.config) or "controller", str(reason), maxfail)
 
 
 @pytest.hookimpl(tryfirst=True)
