@@ -8,10 +8,12 @@ selection in order from exactly the state a fresh process has after collecting, 
 status or the signal that killed it). The children run one after another, never at once: tests that share a file,
 a port or a server would otherwise fail for each other, and two repeats of a racy test would not be independent.
 
-Forking is refused where it is not safe: off Linux (macOS forbids fork without exec once system frameworks such as
-Metal are loaded) and when another thread runs (the child would have only the forking thread, and a lock another
-thread held stays held). Then this process runs only the first selection, and `forked.json` says why, so the
-runner starts each of the others as a process of its own.
+A child starts from the state the parent had: the `random` module, which CPython reseeds in every forked child,
+gets the parent's state back (a module that calls `random.seed(...)` when imported is seeded, as in a fresh
+process). Forking is refused where it is not safe: off Linux (macOS forbids fork without exec once system
+frameworks such as Metal are loaded) and when another thread runs (the child would have only the forking thread,
+and a lock another thread held stays held). Then this process runs only the first selection, and `forked.json`
+says why, so the runner starts each of the others as a process of its own.
 """
 
 from __future__ import annotations
@@ -93,6 +95,8 @@ def run_selections(session: pytest.Session, out_dir: Path, recorder: Any) -> Non
     for i, items in enumerate(chosen):
         sys.stdout.flush()
         sys.stderr.flush()
+        # CPython reseeds the `random` module in a forked child; a fresh process keeps what collection seeded.
+        seeded = sys.modules["random"].getstate() if "random" in sys.modules else None
         pid = os.fork()
         if pid == 0:
             code = 3
@@ -100,6 +104,8 @@ def run_selections(session: pytest.Session, out_dir: Path, recorder: Any) -> Non
                 from promote.runners.plugin.orphans import exit_with_parent
 
                 exit_with_parent()
+                if seeded is not None:
+                    sys.modules["random"].setstate(seeded)
                 _run(session, recorder, out_dir, i, items)
                 code = 0
             finally:

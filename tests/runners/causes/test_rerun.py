@@ -247,3 +247,34 @@ def running_under(path: Path) -> list[Path]:
         if str(path) in cmdline or cwd.startswith(str(path)):
             found.append(entry)
     return found
+
+
+SEEDED = """\
+    import random
+
+    # Seeded once, when the module is imported: a fresh process's first draw is this one.
+    random.seed(8675309)
+    FIRST = random.Random(8675309).random()
+
+    def test_draws():
+        random.random()
+
+    def test_first_draw_is_the_seeded_one():
+        assert random.random() == FIRST
+    """
+
+
+def test_a_forked_rerun_keeps_the_random_state_collection_seeded(tmp_path: Path) -> None:
+    # CPython reseeds `random` in a forked child; alone in a fresh process the victim passes, so it must here too.
+    write_package(tmp_path, "pkg", {"test_seeded.py": SEEDED})
+    write_config(tmp_path, [{"name": "pkg", "path": "pkg"}])
+
+    report = promote_test(tmp_path)
+
+    victim = "test_seeded.py::test_first_draw_is_the_seeded_one"
+    assert verdicts(report) == [(victim, "order-dependent")]
+    [finding] = [f for f in report["findings"] if f["check"] == "order-dependent"]
+    assert finding["cause"] == "test_seeded.py::test_draws"
+    # The reruns were forked (the path under test), not fresh processes.
+    markers = list(tmp_path.glob(".promote/runs/*/pkg/reruns/*/forked.json"))
+    assert markers and all(json.loads(p.read_text())["forked"] for p in markers)
