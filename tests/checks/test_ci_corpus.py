@@ -48,7 +48,7 @@ def test_most_workflows_are_read_to_the_decision_of_the_record(found: dict[str, 
         undecided = {t: e for t, e in case["expected"].items() if found[path.stem][t] == "undecided" != e}
         if undecided:
             misses[path.stem] = undecided
-    # The goal is at least 85% of the real workflows read to a decision where the record has one; today 44 of 75
+    # The goal is at least 85% of the real workflows read to a decision where the record has one; today 45 of 75
     # are (a command the audit cannot follow makes its tests undecided, never "not run"). A ratchet until then:
     # a change that leaves one more workflow undecided fails here.
-    assert len(misses) <= 31, misses
+    assert len(misses) <= 30, misses

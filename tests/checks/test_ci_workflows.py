@@ -469,3 +469,13 @@ def test_a_top_level_description_is_ignored_as_github_ignores_it(tmp_path: Path)
     # Any other stray key is still the typo it usually is.
     typo = survey(tmp_path / "typo", {"ci.yml": "name: ci\ndescripton: 'what it does'\n" + MATRIX_ON + JOB})
     assert "ci-workflow-invalid" in [f.check for f in typo.findings] and typo.run == 0
+
+
+def test_a_shell_script_a_project_runner_starts_is_followed(tmp_path: Path) -> None:
+    # typer's `uv run bash scripts/test.sh`: the script's pytest is read, with the arguments it was given.
+    job = JOB.replace("python -m pytest -q", "uv run bash scripts/test.sh tests")
+    script = {"scripts/test.sh": '#!/usr/bin/env bash\nset -e\npytest "${@}" --cov=typer\n'}
+    report = survey(tmp_path, {"ci.yml": MATRIX_ON + job}, files=script)
+
+    assert [n.test for n in report.not_run] == ["packages/x/tests/test_x.py::test_x"]
+    assert (report.run, report.undecided) == (2, ())

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 from promote.checks.ci.pytest_run import PytestRun
-from promote.checks.ci.shell import Invocation
+from promote.checks.ci.shell import SHELLS, Invocation
 from promote.checks.ci.terms import Word, normalize, show
 from promote.checks.ci.tools import ToolCall
 from promote.checks.ci.unittest_run import UnittestRun
@@ -54,6 +54,7 @@ _NO_TESTS = {
     "dot", "doxygen", "zizmor", "actionlint", "shellcheck", "yamllint", "markdownlint", "typos", "vulture",
     "pip-audit", "safety", "bandit", "deptry", "pyupgrade", "autoflake", "docformatter", "interrogate",
     "site", "dir", "rstcheck", "doc8", "certutil", "doctest", "pydoc", "sysctl", "ldd", "otool", "file",
+    "cargo", "rustc", "go", "maturin",
 }  # fmt: skip
 # `python setup.py COMMAND`: the commands that build or install (`setup.py test` runs the tests).
 _SETUP_BUILDS = {"sdist", "bdist_wheel", "build", "build_ext", "build_py", "install", "develop", "egg_info", "check"}
@@ -79,7 +80,15 @@ class Opaque:
     why: str
 
 
-Classified = PytestRun | UnittestRun | NoxCall | ToolCall | Opaque | None
+@dataclass(frozen=True)
+class ShellCall:
+    """`uv run bash scripts/test.sh ARGS`: a shell a project runner starts, its script followed as a `run:` step's."""
+
+    text: str
+    inv: Invocation
+
+
+Classified = PytestRun | UnittestRun | NoxCall | ToolCall | ShellCall | Opaque | None
 
 
 @dataclass
@@ -124,6 +133,8 @@ def classify(inv: Invocation, root: Path) -> Classified:
         return ToolCall(text, "tox" if program == "tox" else "make", cwd, args)
     if program in _LAUNCHERS:
         return Opaque(text, f"what `{program}` runs is not read by the audit")
+    if program in SHELLS and peeled.runner:
+        return ShellCall(text, Invocation(tuple(argv), cwd, (*inv.env, *peeled.env.items())))
     if peeled.runner == "hatch run" and cwd is not None:
         # Any name after `hatch run` may be a script of the project's (`hatch run full`): hatch says which.
         return ToolCall(text, "hatch", cwd, tuple(argv))

@@ -8,12 +8,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from promote.checks.ci.commands import Classified, NoxCall, Opaque, classify
+from promote.checks.ci.commands import Classified, NoxCall, Opaque, ShellCall, classify
 from promote.checks.ci.nox import Noxfile
 from promote.checks.ci.pytest_run import PytestRun
 from promote.checks.ci.reasons import Reason, job_subject
 from promote.checks.ci.shell import Invocation, invocations
-from promote.checks.ci.terms import RUN, Decision, NodeId, label
+from promote.checks.ci.terms import RUN, Decision, NodeId, label, show
 from promote.checks.ci.tools import Tools
 from promote.checks.ci.unittest_run import UnittestRun
 from promote.checks.ci.workflows import Job
@@ -186,7 +186,13 @@ def _expand(found: Classified, readers: Readers, maybe: str, via: str, depth: in
         return [Command(text, found, maybe)]
     if depth >= MAX_DEPTH:
         return [Command(text, None, f"more than {MAX_DEPTH} tools deep, not followed")]
-    if isinstance(found, NoxCall):
+    if isinstance(found, ShellCall):
+        # The shell's command line read as a step's script would be: a repository script it names is followed.
+        inner = invocations(
+            show(found.inv.argv), cwd=found.inv.cwd, env=dict(found.inv.env), read_script=_reader(readers.root)
+        )
+        runs, out = [("shell", inv) for inv in inner], []
+    elif isinstance(found, NoxCall):
         runs, unreadable = _nox_runs(found, readers)
         out = [Command(text, None, r) for r in unreadable]
     else:
