@@ -200,9 +200,10 @@ def _fate(
             reasons.append(reason)
     if len(reasons) < len(testing):
         return None
-    maybe = [r for r in reasons if not r.drops]
+    maybe = [(r, p) for r, p in zip(reasons, testing, strict=True) if not r.drops]
     if maybe:
-        return UndecidedTest(raw, maybe[0])
+        # Said by a job with a test command the audit reads, where one is undecided: not a packaging job's `rstcheck`.
+        return UndecidedTest(raw, min(maybe, key=lambda rp: all(c.run is None for c in rp[1].commands))[0])
     filters = tuple(dict.fromkeys(r for r in reasons if r.kind != "outside"))
     return NotRun(raw, filters or (Reason("no-command" if reasons else "no-test-job"),))
 
