@@ -479,3 +479,15 @@ def test_a_shell_script_a_project_runner_starts_is_followed(tmp_path: Path) -> N
 
     assert [n.test for n in report.not_run] == ["packages/x/tests/test_x.py::test_x"]
     assert (report.run, report.undecided) == (2, ())
+
+
+def test_an_undecided_test_is_explained_by_the_job_that_runs_tests(tmp_path: Path) -> None:
+    package = "jobs:\n  package:\n    runs-on: ubuntu-latest\n    steps:\n      - run: rstcheck CHANGES.rst\n"
+    tests = JOB.replace("jobs:\n", "").replace(
+        "python -m pytest -q", 'python -m pytest -k "not test_b"\n      - run: ./ci.sh'
+    )
+    report = survey(tmp_path, {"ci.yml": MATRIX_ON + package + tests})
+
+    [undecided] = report.undecided
+    assert undecided.test == "tests/test_core.py::test_b"
+    assert "job `tests`" in undecided.why and "ci.sh" in undecided.why, undecided.why
