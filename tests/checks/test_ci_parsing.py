@@ -172,6 +172,7 @@ def test_wrappers_are_peeled_down_to_the_test_command(tmp_path: Path) -> None:
     assert kind("python", "igor.py", "test_with_core") == "Opaque: what igor.py runs is not read by the audit"
     assert kind("python", "setup.py", "test") == "Opaque: what setup.py runs is not read by the audit"
     assert kind("just", "cov") == "Opaque: what `just` runs is not read by the audit"
+    assert kind("./test", "--fast") == "Opaque: what `test` runs is not read by the audit"  # not the builtin
     python = Invocation((Word("$PYTHON", known=False), Word("-m"), Word("pip")), "")
     assert classify(python, tmp_path) == Opaque("$PYTHON -m pip", "`$PYTHON` is not known before the job runs")
     for known in (

@@ -142,7 +142,8 @@ def classify(inv: Invocation, root: Path) -> Classified:
         # `pdm run test`, `pixi run test`: a script of the project's own, whatever its name says.
         return Opaque(text, f"`{peeled.runner} {program}` runs a project script the audit does not read")
     module = next((a.text for a in args if _test_module(a, cwd, root)), None)
-    if program in _FILE_READERS or (module is None and program in _NO_TESTS):
+    # Builtins and utilities by name only: `./test` or `scripts/build` is the repository's own script.
+    if program in _FILE_READERS or (module is None and program in _NO_TESTS and "/" not in argv[0].text):
         return None
     if module is not None:
         # `mpirun -np 8 python tests/mpi_test.py`, `mlx.launch tests/ring_test.py`: a launcher runs the module.
