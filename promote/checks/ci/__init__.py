@@ -231,6 +231,8 @@ def outcome(r: CIReport) -> CIOutcome:
         parts = []
         if r.left_out:
             parts.append(f"{r.left_out} of {r.collected} test ids are run by no CI job")
+        if r.undecided:
+            parts.append(f"{len(r.undecided)} of {r.collected} test ids cannot be decided")
         unreachable = sum(f.check == "ci-unreachable-runner" for f in r.findings)
         if unreachable:
             parts.append(f"{unreachable} job(s) cannot run in this repository")

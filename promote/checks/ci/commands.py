@@ -54,7 +54,7 @@ _NO_TESTS = {
     "dot", "doxygen", "zizmor", "actionlint", "shellcheck", "yamllint", "markdownlint", "typos", "vulture",
     "pip-audit", "safety", "bandit", "deptry", "pyupgrade", "autoflake", "docformatter", "interrogate",
     "site", "dir", "rstcheck", "doc8", "certutil", "doctest", "pydoc", "sysctl", "ldd", "otool", "file",
-    "cargo", "rustc", "go", "maturin",
+    "cargo", "rustc", "go", "maturin", "node", "deno", "bun",
 }  # fmt: skip
 # `python setup.py COMMAND`: the commands that build or install (`setup.py test` runs the tests).
 _SETUP_BUILDS = {"sdist", "bdist_wheel", "build", "build_ext", "build_py", "install", "develop", "egg_info", "check"}
