@@ -69,14 +69,13 @@ def workflow_data(data: dict[Any, Any]) -> dict[Any, Any]:
 
 def _inputs_given(job: object) -> object:
     """A job whose steps' `with:` inputs written with no value are the empty string, as GitHub passes them."""
-    steps = job.get("steps") if isinstance(job, dict) else None
-    if not isinstance(job, dict) or not isinstance(steps, list):
+    if not isinstance(job, dict) or not isinstance(job.get("steps"), list):
         return job
     fixed = [
         {**s, "with": {k: "" if v is None else v for k, v in s["with"].items()}}
         if isinstance(s, dict) and isinstance(s.get("with"), dict)
         else s
-        for s in steps
+        for s in job["steps"]
     ]
     return {**job, "steps": fixed}
 
